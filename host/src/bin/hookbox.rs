@@ -1,0 +1,197 @@
+//! The `hookbox` command: check plugins, replay recorded events through a stack.
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use hookbox::{HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
+
+#[derive(Parser)]
+#[command(name = "hookbox", version, about = "Run LLM-agent hooks and guardrails as sandboxed WebAssembly components")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load and validate plugins; print what each subscribes to and imports.
+    Check {
+        /// Plugin components (`.wasm`).
+        #[arg(required = true)]
+        plugins: Vec<PathBuf>,
+    },
+    /// Replay events (JSON lines) through a stack; print the net flow of each.
+    Replay {
+        /// A plugin, in stack order (repeatable).
+        #[arg(long = "plugin")]
+        plugins: Vec<PathBuf>,
+        /// A directory of plugins, stacked in file-name order (after --plugin ones).
+        #[arg(long = "plugins")]
+        dir: Option<PathBuf>,
+        /// Replay the file this many times, each a separate run.
+        #[arg(long, default_value_t = 1)]
+        runs: u32,
+        /// Events, one JSON object per line; `-` reads stdin.
+        events: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG").unwrap_or_else(|_| "hookbox=info,warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check { plugins } => check(&plugins),
+        Command::Replay { plugins, dir, runs, events } => replay(plugins, dir, runs, &events),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hookbox: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn runtime() -> Result<Runtime> {
+    Ok(Runtime::new(RuntimeConfig::default())?)
+}
+
+fn check(paths: &[PathBuf]) -> Result<ExitCode> {
+    let runtime = runtime()?;
+    let mut failed = false;
+    for path in paths {
+        if !path.is_file() {
+            eprintln!("{}: no such file", path.display());
+            failed = true;
+            continue;
+        }
+        match Plugin::from_file(&runtime, path, PluginOptions::default()) {
+            Ok(plugin) => {
+                let info = plugin.info();
+                let kinds: Vec<&str> = plugin.subscriptions().iter().map(|k| k.name()).collect();
+                println!("{}: ok", path.display());
+                println!("  name:          {}", plugin.name());
+                println!("  size:          {} bytes", info.size_bytes);
+                println!("  subscriptions: {}", or_none(&kinds.join(", ")));
+                println!("  imports:       {}", or_none(&info.imports.join(", ")));
+                println!("  exports:       {}", info.exports.join(", "));
+                if info.uses_wasi {
+                    println!("  wasi:          imported; the guest gets an empty WASI (no files, env, network)");
+                }
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() { "none" } else { s }
+}
+
+fn replay(mut paths: Vec<PathBuf>, dir: Option<PathBuf>, runs: u32, events_path: &Path) -> Result<ExitCode> {
+    if let Some(dir) = dir {
+        paths.extend(plugins_in(&dir)?);
+    }
+    let events = read_events(events_path)?;
+    let runtime = runtime()?;
+    let mut stack = HookStack::new();
+    for path in &paths {
+        if !path.is_file() {
+            bail!("{}: no such plugin file", path.display());
+        }
+        match Plugin::from_file(&runtime, path, PluginOptions::default()) {
+            Ok(plugin) => {
+                stack.push_plugin(Arc::new(plugin));
+            }
+            Err(e) => {
+                // A required plugin that cannot load makes the run fail closed.
+                tracing::error!("{e}");
+                let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+                stack.push_unloadable(&name, e.to_string());
+            }
+        }
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for run_number in 1..=runs {
+        let mut run = stack.start_run(format!("replay-{run_number}"));
+        let mut ctx = run.context(0);
+        for event in &events {
+            advance(&mut ctx, event);
+            let outcome = run.dispatch(&ctx, event);
+            let mut line = hookbox::json::outcome_json(&outcome);
+            if runs > 1 {
+                line["run"] = run_number.into();
+            }
+            writeln!(out, "{line}")?;
+            if run.is_over() {
+                break;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps the context in step with the recorded session: the turn advances
+/// with each completion-call, and streaming is on once a delta arrives.
+fn advance(ctx: &mut HookContext, event: &StepEvent) {
+    match event {
+        StepEvent::CompletionCall(call) => {
+            ctx.turn = if call.turn > 0 { call.turn } else { ctx.turn + 1 };
+            ctx.is_streaming = false;
+        }
+        StepEvent::TextDelta(_) | StepEvent::ToolCallDelta(_) => ctx.is_streaming = true,
+        _ => {}
+    }
+}
+
+/// The `*.wasm` files in `dir`, in file-name order.
+fn plugins_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read plugin directory {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Reads and parses every line before anything runs, so a typo on line 40
+/// does not leave a half-replayed session.
+fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
+    let (name, reader): (String, Box<dyn BufRead>) = if path == Path::new("-") {
+        ("stdin".into(), Box::new(std::io::stdin().lock()))
+    } else {
+        let file = std::fs::File::open(path).with_context(|| format!("cannot open events file {}", path.display()))?;
+        (path.display().to_string(), Box::new(std::io::BufReader::new(file)))
+    };
+    let mut events = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("//") {
+            continue;
+        }
+        let event = serde_json::from_str(trimmed)
+            .with_context(|| format!("{name}:{}: not an event in the JSON form of DESIGN.md §6", index + 1))?;
+        events.push(event);
+    }
+    Ok(events)
+}

@@ -1,0 +1,57 @@
+//! hookbox runs LLM-agent hooks and guardrails as sandboxed WebAssembly
+//! components, and fails closed.
+//!
+//! An agent loop reaches an observable step ([`StepEvent`]) and asks a
+//! [`HookStack`] what to do; every hook answers with a [`Flow`], and the stack
+//! composes the answers by the event's rule ([`rules`], [`stack`]). Whatever a
+//! guest does wrong ends the run with a [`FailClosed`] naming the plugin and
+//! the [`Cause`].
+//!
+//! | module | job |
+//! |---|---|
+//! | [`event`] | step events and their context (native and wire types) |
+//! | [`flow`] | flows and request patches, and how patches merge |
+//! | [`rules`] | which flows each event honours, how each composes |
+//! | [`stack`] | the HookStack, runs and decisions |
+//! | [`plugin`] | compiled WASM plugins and their per-run instances |
+//! | [`engine`] | the wasmtime runtime and the epoch ticker |
+//! | [`limits`] | per-plugin limits and their enforcement |
+//! | [`json`] | the JSON forms used by the CLI |
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall};
+//!
+//! # fn main() -> Result<(), hookbox::Error> {
+//! let runtime = Runtime::new(RuntimeConfig::default())?;
+//! let guard = Plugin::from_file(&runtime, "deny_tools.wasm".as_ref(), PluginOptions::default())?;
+//! let mut stack = HookStack::new();
+//! stack.push_plugin(Arc::new(guard));
+//!
+//! let mut run = stack.start_run("run-1");
+//! let event = StepEvent::ToolCall(ToolCall { tool_name: "shell".into(), args: r#"{"cmd":"ls"}"#.into(), ..Default::default() });
+//! match run.dispatch(&run.context(1), &event) {
+//!     Ok(decision) => println!("{:?} decided by {:?}", decision.flow, decision.plugin),
+//!     Err(failure) => eprintln!("run ended: {failure}"),
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod engine;
+mod error;
+pub mod event;
+pub mod flow;
+mod imports;
+pub mod json;
+pub mod limits;
+pub mod plugin;
+pub mod rules;
+pub mod stack;
+
+pub use engine::{Runtime, RuntimeConfig};
+pub use error::{Cause, Error, FailClosed, LoadPhase};
+pub use event::*;
+pub use flow::{Conflict, Document, Flow, RequestPatch};
+pub use limits::Limits;
+pub use plugin::{Plugin, PluginInfo, PluginOptions};
+pub use stack::{Decision, FnHook, Hook, HookStack, Outcome, Run, hook_fn};

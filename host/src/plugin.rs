@@ -1,0 +1,380 @@
+//! WASM plugins: a [`Plugin`] is compiled, validated and pre-linked once; a
+//! [`PluginInstance`] is a fresh store and instance for one run.
+//!
+//! Every call into a guest runs under the plugin's [`Limits`]: an epoch
+//! deadline, a resource limiter on memory and tables, and a cap on the bytes
+//! the host copies out of the guest (wasmtime's hostcall fuel, plus a check of
+//! the lifted answer). Any failure is classified into a typed
+//! [`FailClosed`] naming the plugin and the cause; the instance is then
+//! dropped and never entered again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use wasmtime::component::types::ComponentItem;
+use wasmtime::component::{Component, ComponentExportIndex, Func, InstancePre, ResourceTable, TypedFunc};
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use crate::engine::Runtime;
+use crate::error::{Cause, Error, FailClosed, LoadPhase};
+use crate::event::{EventKind, EventKinds, HookContext, StepEvent};
+use crate::flow::Flow;
+use crate::limits::{LimitExceeded, Limiter, Limits};
+
+/// How to load one plugin.
+#[derive(Clone, Debug, Default)]
+pub struct PluginOptions {
+    /// Limits; `None` takes the runtime's defaults.
+    pub limits: Option<Limits>,
+    /// Key/value settings the guest reads through its `config` import.
+    pub config: BTreeMap<String, String>,
+}
+
+/// What `hookbox check` reports about a plugin.
+#[derive(Clone, Debug)]
+pub struct PluginInfo {
+    pub size_bytes: usize,
+    /// Import names, e.g. `hookbox:hook/config@0.1.0`, `log`, `wasi:cli/stdout@0.2.6`.
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    /// Whether it imports any WASI interface (and so gets an empty WASI context).
+    pub uses_wasi: bool,
+}
+
+/// A compiled, validated plugin. Shared by every run (`Arc<Plugin>`).
+pub struct Plugin {
+    name: Arc<str>,
+    runtime: Runtime,
+    pre: InstancePre<PluginState>,
+    on_event: ComponentExportIndex,
+    subscriptions: EventKinds,
+    limits: Limits,
+    deadline_ticks: u64,
+    config: Arc<BTreeMap<String, String>>,
+    info: PluginInfo,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin").field("name", &self.name).field("subscriptions", &self.subscriptions).finish()
+    }
+}
+
+type OnEvent<'a> = TypedFunc<(&'a HookContext, &'a StepEvent), (Flow,)>;
+
+impl Plugin {
+    /// Reads, compiles and validates the plugin at `path`; its name is the
+    /// file stem.
+    ///
+    /// # Errors
+    /// [`Error::Read`] when the file cannot be read, otherwise as
+    /// [`Plugin::from_bytes`].
+    pub fn from_file(runtime: &Runtime, path: &Path, options: PluginOptions) -> Result<Plugin, Error> {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".into());
+        let bytes = std::fs::read(path).map_err(|source| Error::Read {
+            plugin: name.clone(),
+            path: path.display().to_string(),
+            source,
+        })?;
+        Plugin::from_bytes(runtime, &name, &bytes, options)
+    }
+
+    /// Compiles and validates a component (binary, or WAT text): it must be a
+    /// component of the `hookbox:hook/hook` world, import nothing hookbox
+    /// does not provide, start within its deadline and answer
+    /// `subscriptions`.
+    ///
+    /// # Errors
+    /// [`Error::Load`] naming the phase that failed.
+    pub fn from_bytes(runtime: &Runtime, name: &str, bytes: &[u8], options: PluginOptions) -> Result<Plugin, Error> {
+        let load_error = |phase, reason: String| Error::Load { plugin: name.to_owned(), phase, reason };
+        if is_core_module(bytes) {
+            return Err(load_error(
+                LoadPhase::Compile,
+                "this is a core WebAssembly module, not a component; build it for wasm32-wasip2 \
+                 or encode it with `wasm-tools component new`"
+                    .into(),
+            ));
+        }
+        let component = runtime.compile(bytes).map_err(|e| load_error(LoadPhase::Compile, format!("{e:#}")))?;
+        let info = describe(&component, runtime, bytes.len());
+
+        let export = |func: &str| {
+            component.get_export_index(None, func).ok_or_else(|| {
+                load_error(
+                    LoadPhase::World,
+                    format!(
+                        "does not export `{func}`; a hook must target the hookbox:hook/hook world (exports: {})",
+                        list_or_none(&info.exports)
+                    ),
+                )
+            })
+        };
+        let on_event = export("on-event")?;
+        let subscriptions_export = export("subscriptions")?;
+
+        let pre = runtime.inner.linker.instantiate_pre(&component).map_err(|e| {
+            load_error(
+                LoadPhase::Link,
+                format!("{e:#}; hookbox provides only `log`, `config`, `scratchpad` and an empty WASI"),
+            )
+        })?;
+
+        let mut limits = options.limits.unwrap_or_else(|| runtime.config().default_limits.clone());
+        limits.memory_bytes = limits.memory_bytes.min(runtime.config().max_memory_bytes);
+        let mut plugin = Plugin {
+            name: Arc::from(name),
+            runtime: runtime.clone(),
+            pre,
+            on_event,
+            subscriptions: EventKinds::NONE,
+            deadline_ticks: runtime.deadline_ticks(limits.deadline),
+            limits,
+            config: Arc::new(options.config),
+            info,
+        };
+
+        // Start it once: prove it instantiates within its limits, that
+        // `on-event` has the contract's type, and ask for its subscriptions.
+        let mut probe = plugin
+            .instantiate("")
+            .map_err(|e| load_error(LoadPhase::Instantiate, format!("{} ({})", e.detail, e.cause)))?;
+        let store = &mut probe.store;
+        let typed = |item: Option<Func>| item.ok_or_else(|| load_error(LoadPhase::World, "missing export".into()));
+        typed(probe.instance.get_func(&mut *store, on_event))?
+            .typed::<(&HookContext, &StepEvent), (Flow,)>(&*store)
+            .map_err(|e| load_error(LoadPhase::World, format!("`on-event` does not match the contract: {e:#}")))?;
+        let subscriptions = typed(probe.instance.get_func(&mut *store, subscriptions_export))?
+            .typed::<(), (Vec<EventKind>,)>(&*store)
+            .map_err(|e| load_error(LoadPhase::World, format!("`subscriptions` does not match the contract: {e:#}")))?;
+        store.set_epoch_deadline(plugin.deadline_ticks);
+        let (kinds,) = subscriptions.call(&mut *store, ()).map_err(|e| {
+            let failure = classify(&plugin.name, &plugin.limits, Cause::Trap, e);
+            load_error(LoadPhase::Instantiate, format!("`subscriptions` failed: {} ({})", failure.detail, failure.cause))
+        })?;
+        plugin.subscriptions = kinds.into_iter().collect();
+        Ok(plugin)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The event kinds this plugin is dispatched.
+    pub fn subscriptions(&self) -> EventKinds {
+        self.subscriptions
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+
+    /// A fresh instance in a fresh store, for one run.
+    pub(crate) fn instantiate(&self, run_id: &str) -> Result<PluginInstance, FailClosed> {
+        let state = PluginState {
+            limiter: Limiter { memory_bytes: self.limits.memory_bytes, table_elements: self.limits.table_elements },
+            config: self.config.clone(),
+            run_id: run_id.into(),
+            name: self.name.clone(),
+            scratchpad: HashMap::new(),
+            scratchpad_used: 0,
+            scratchpad_limit: self.limits.scratchpad_bytes,
+            log_used: 0,
+            log_limit: self.limits.log_bytes_per_run,
+            log_message_bytes: self.limits.log_message_bytes,
+            wasi: None,
+        };
+        let mut store = Store::new(&self.runtime.inner.engine, state);
+        store.limiter(|state| &mut state.limiter);
+        store.epoch_deadline_trap();
+        store.set_hostcall_fuel(self.limits.answer_bytes);
+        store.set_epoch_deadline(self.deadline_ticks);
+        match self.pre.instantiate(&mut store) {
+            Ok(instance) => Ok(PluginInstance { store, instance }),
+            Err(e) => Err(classify(&self.name, &self.limits, Cause::Load, e)),
+        }
+    }
+
+    /// Calls `on-event` on `instance`, under the plugin's limits.
+    pub(crate) fn call(
+        &self,
+        instance: &mut PluginInstance,
+        ctx: &HookContext,
+        event: &StepEvent,
+    ) -> Result<Flow, FailClosed> {
+        let store = &mut instance.store;
+        let func = instance
+            .instance
+            .get_func(&mut *store, self.on_event)
+            .ok_or_else(|| FailClosed::new(&self.name, Cause::Load, "`on-event` is missing from the instance"))?;
+        // SAFETY: `Plugin::from_bytes` type-checked `on-event` of this very
+        // component against exactly these parameter and result types.
+        let on_event: OnEvent<'_> = unsafe { TypedFunc::new_unchecked(func) };
+        store.set_epoch_deadline(self.deadline_ticks);
+        let result = on_event.call(&mut *store, (ctx, event));
+        let output_full = store.data_mut().drain_output();
+        match result {
+            Ok((flow,)) if flow.payload_len() > self.limits.answer_bytes => Err(FailClosed::new(
+                &self.name,
+                Cause::Oversized,
+                format!(
+                    "answered with {} bytes of text, past the limit of {} bytes",
+                    flow.payload_len(),
+                    self.limits.answer_bytes
+                ),
+            )),
+            Ok((flow,)) => Ok(flow),
+            Err(_) if output_full => Err(FailClosed::new(
+                &self.name,
+                Cause::Limit,
+                format!("wrote more than {} bytes to stdout or stderr in one run", self.limits.log_bytes_per_run),
+            )),
+            Err(e) => Err(classify(&self.name, &self.limits, Cause::Trap, e)),
+        }
+    }
+}
+
+/// A plugin's instance for one run: never shared, never reused after a
+/// failure, dropped with the run.
+pub(crate) struct PluginInstance {
+    store: Store<PluginState>,
+    instance: wasmtime::component::Instance,
+}
+
+/// What a guest's store holds: its limits, its config and run-scoped state.
+pub(crate) struct PluginState {
+    limiter: Limiter,
+    pub(crate) name: Arc<str>,
+    pub(crate) run_id: Box<str>,
+    pub(crate) config: Arc<BTreeMap<String, String>>,
+    pub(crate) scratchpad: HashMap<String, String>,
+    pub(crate) scratchpad_used: usize,
+    pub(crate) scratchpad_limit: usize,
+    pub(crate) log_used: usize,
+    pub(crate) log_limit: usize,
+    pub(crate) log_message_bytes: usize,
+    /// Built on first use: guests without WASI imports never pay for it.
+    wasi: Option<Box<WasiState>>,
+}
+
+struct WasiState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+    /// Bytes of stdout and stderr already sent to the log.
+    logged: [usize; 2],
+}
+
+impl PluginState {
+    /// Sends what the guest wrote to stdout/stderr since the last call to the
+    /// log; returns whether either pipe is full (the guest hit its log limit).
+    fn drain_output(&mut self) -> bool {
+        let Some(wasi) = self.wasi.as_deref_mut() else { return false };
+        let mut full = false;
+        for (i, pipe) in [&wasi.stdout, &wasi.stderr].into_iter().enumerate() {
+            let contents = pipe.contents();
+            full |= contents.len() >= self.log_limit;
+            if contents.len() > wasi.logged[i] {
+                let text = String::from_utf8_lossy(&contents[wasi.logged[i]..]);
+                let stream = if i == 0 { "stdout" } else { "stderr" };
+                for line in text.lines() {
+                    tracing::info!(target: "hookbox::guest", plugin = &*self.name, stream, "{line}");
+                }
+                wasi.logged[i] = contents.len();
+            }
+        }
+        full
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        let limit = self.log_limit;
+        let wasi = self.wasi.get_or_insert_with(|| {
+            let stdout = MemoryOutputPipe::new(limit);
+            let stderr = MemoryOutputPipe::new(limit);
+            // Present but empty: no preopens, no environment, no arguments,
+            // no network; stdio goes to the log.
+            let ctx = WasiCtxBuilder::new()
+                .stdout(stdout.clone())
+                .stderr(stderr.clone())
+                .allow_tcp(false)
+                .allow_udp(false)
+                .allow_ip_name_lookup(false)
+                .build();
+            Box::new(WasiState { ctx, table: ResourceTable::new(), stdout, stderr, logged: [0, 0] })
+        });
+        WasiCtxView { ctx: &mut wasi.ctx, table: &mut wasi.table }
+    }
+}
+
+/// Turns a wasmtime failure into a typed diagnostic. Typed errors first
+/// (our limits, wasmtime traps); what is left is a value the canonical ABI
+/// could not lift, or (at instantiation) a link or pool failure.
+pub(crate) fn classify(plugin: &Arc<str>, limits: &Limits, fallback: Cause, error: wasmtime::Error) -> FailClosed {
+    if let Some(limit) = error.chain().find_map(|e| e.downcast_ref::<LimitExceeded>()) {
+        return FailClosed::new(plugin, limit.cause, limit.detail.clone());
+    }
+    if let Some(trap) = error.chain().find_map(|e| e.downcast_ref::<Trap>()) {
+        return match trap {
+            Trap::Interrupt => FailClosed::new(
+                plugin,
+                Cause::Deadline,
+                format!("still running after its deadline of {:?}", limits.deadline),
+            ),
+            Trap::StackOverflow => FailClosed::new(plugin, Cause::Stack, "exhausted its wasm stack"),
+            other => FailClosed::new(plugin, Cause::Trap, format!("trapped: {other}")),
+        };
+    }
+    let message = format!("{error:#}");
+    // wasmtime 48 does not export its hostcall-fuel error type; its message
+    // is pinned by the oversized-answer tests.
+    if message.contains("fuel allocated for hostcalls") {
+        return FailClosed::new(
+            plugin,
+            Cause::Oversized,
+            format!("made the host copy more than {} bytes in one call", limits.answer_bytes),
+        );
+    }
+    if message.contains("concurrent") && message.contains("limit") {
+        return FailClosed::new(plugin, Cause::Limit, format!("no instance slot is free: {message}"));
+    }
+    FailClosed::new(plugin, fallback, message)
+}
+
+/// Whether `bytes` is a core module rather than a component (both start
+/// with `\0asm`; the version/layer word tells them apart).
+fn is_core_module(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[4..8] == [1, 0, 0, 0]
+}
+
+fn describe(component: &Component, runtime: &Runtime, size_bytes: usize) -> PluginInfo {
+    let ty = component.component_type();
+    let engine = runtime.engine();
+    let imports: Vec<String> = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
+    let exports = ty
+        .exports(engine)
+        .map(|(name, item)| match item.ty {
+            ComponentItem::ComponentFunc(_) => name.to_owned(),
+            _ => format!("{name} (not a function)"),
+        })
+        .collect();
+    let uses_wasi = imports.iter().any(|name| name.starts_with("wasi:"));
+    PluginInfo { size_bytes, imports, exports, uses_wasi }
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() { "none".into() } else { items.join(", ") }
+}

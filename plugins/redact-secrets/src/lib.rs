@@ -1,0 +1,80 @@
+//! Redact secrets and e-mail addresses from tool results before the model
+//! sees them.
+
+use hookbox_sdk::{config, EventKind, Flow, Hook, HookContext, StepEvent};
+
+struct RedactSecrets;
+
+/// Prefixes of well-known credential formats.
+const TOKEN_PREFIXES: [&str; 7] = ["sk-", "ghp_", "gho_", "github_pat_", "AKIA", "xoxb-", "xoxp-"];
+/// `NAME=value` / `NAME: value` where NAME contains one of these.
+const SECRET_NAMES: [&str; 5] = ["SECRET", "PASSWORD", "TOKEN", "API_KEY", "PRIVATE_KEY"];
+
+impl Hook for RedactSecrets {
+    fn subscriptions() -> Vec<EventKind> {
+        vec![EventKind::ToolResult]
+    }
+
+    fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
+        let StepEvent::ToolResult(result) = event else { return Flow::Continue };
+        let emails = config::get_or("emails", "true") == "true";
+        let redacted = redact(&result.result, emails);
+        if redacted == result.result { Flow::Continue } else { Flow::rewrite_result(redacted) }
+    }
+}
+
+fn redact(text: &str, emails: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_key_block = false;
+    for line in text.split_inclusive('\n') {
+        if line.contains("-----BEGIN") && line.contains("PRIVATE KEY-----") {
+            in_key_block = true;
+            out.push_str("[REDACTED PRIVATE KEY]\n");
+        }
+        if in_key_block {
+            in_key_block = !line.contains("-----END");
+            continue;
+        }
+        out.push_str(&redact_line(line, emails));
+    }
+    out
+}
+
+fn redact_line(line: &str, emails: bool) -> String {
+    // NAME=value and NAME: value assignments of secret-looking names.
+    let upper = line.to_ascii_uppercase();
+    if let Some(sep) = line.find(['=', ':']) {
+        let name = &upper[..sep];
+        if SECRET_NAMES.iter().any(|s| name.contains(s)) && !line[sep + 1..].trim().is_empty() {
+            let end = if line.ends_with('\n') { "\n" } else { "" };
+            return format!("{}[REDACTED]{end}", &line[..=sep]);
+        }
+    }
+    line.split_inclusive(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
+        .map(|word| {
+            let token = word.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',');
+            let tail = &word[token.len()..];
+            if TOKEN_PREFIXES.iter().any(|p| token.starts_with(p) && token.len() >= p.len() + 8) {
+                format!("[REDACTED]{tail}")
+            } else if emails && is_email(token) {
+                format!("[REDACTED EMAIL]{tail}")
+            } else {
+                word.to_owned()
+            }
+        })
+        .collect()
+}
+
+fn is_email(token: &str) -> bool {
+    let token = token.trim_matches(|c: char| matches!(c, '<' | '>' | '(' | ')' | '.' | ';'));
+    let Some((local, domain)) = token.split_once('@') else { return false };
+    let ok = |c: char| c.is_ascii_alphanumeric() || "._%+-".contains(c);
+    !local.is_empty()
+        && local.chars().all(ok)
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && domain.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+}
+
+hookbox_sdk::hook!(RedactSecrets);

@@ -1,0 +1,129 @@
+//! A test guest that does what the event tells it: misbehave in a chosen way
+//! or answer a chosen flow. The command is the event's main text (the tool
+//! name of a tool call, the prompt of a completion call, the delta of a text
+//! delta ...): `puppet:<command>` for every puppet, `<name>:<command>` for
+//! the puppet whose config sets `name`. Anything else: continue.
+//!
+//! Commands: `loop`, `grow`, `recurse`, `panic`, `huge`, `log-flood`,
+//! `scratch-flood`, `count`, and `flow:<case>[:<payload>]`.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use hookbox_sdk::{config, log, scratchpad, EventKind, Flow, Hook, HookContext, RequestPatch, StepEvent};
+
+struct Puppet;
+
+static CALLS: AtomicU64 = AtomicU64::new(0);
+
+impl Hook for Puppet {
+    fn subscriptions() -> Vec<EventKind> {
+        let only = config::list("subscribe");
+        EventKind::ALL.into_iter().filter(|k| only.is_empty() || only.iter().any(|o| *o == kind_name(*k))).collect()
+    }
+
+    fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
+        let script = script(&event);
+        let name = config::get("name");
+        let command = script.strip_prefix("puppet:").or_else(|| {
+            let name = name.as_deref()?;
+            script.strip_prefix(name)?.strip_prefix(':')
+        });
+        let Some(command) = command else { return Flow::Continue };
+        // A command list: `a:flow:skip:x;b:flow:continue` lets one event
+        // steer several named puppets.
+        let command = command.split(';').next().unwrap_or_default();
+        run(command)
+    }
+}
+
+fn run(command: &str) -> Flow {
+    match command {
+        "loop" => loop {
+            black_box(CALLS.fetch_add(1, Ordering::Relaxed));
+        },
+        "grow" => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(black_box(vec![1u8; 1 << 20]));
+            }
+        }
+        "recurse" => Flow::Terminate(format!("depth {}", recurse(black_box(1)))),
+        "panic" => panic!("the puppet was told to panic"),
+        "huge" => Flow::RewriteResult("x".repeat(black_box(8 << 20))),
+        "log-flood" => loop {
+            log::info(&"flood ".repeat(200));
+        },
+        "scratch-flood" => {
+            for i in 0.. {
+                scratchpad::set(&format!("k{i}"), &"v".repeat(4096));
+            }
+            Flow::Continue
+        }
+        "count" => {
+            let global = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
+            let scratch = scratchpad::increment("count", 1);
+            Flow::Terminate(format!("global={global} scratch={scratch}"))
+        }
+        _ => match command.strip_prefix("flow:") {
+            Some(flow) => parse_flow(flow),
+            None => Flow::Terminate(format!("puppet: unknown command `{command}`")),
+        },
+    }
+}
+
+fn parse_flow(spec: &str) -> Flow {
+    let (case, payload) = spec.split_once(':').unwrap_or((spec, ""));
+    let payload = payload.to_owned();
+    match case {
+        "continue" => Flow::Continue,
+        "terminate" => Flow::Terminate(payload),
+        "skip" => Flow::Skip(payload),
+        "rewrite-args" => Flow::RewriteArgs(payload),
+        "rewrite-result" => Flow::RewriteResult(payload),
+        "patch-request" => Flow::PatchRequest(RequestPatch { preamble: Some(payload), ..Default::default() }),
+        "fail" => Flow::Fail,
+        "retry" => Flow::Retry(payload),
+        "repair" => Flow::Repair(payload),
+        other => Flow::Terminate(format!("puppet: unknown flow `{other}`")),
+    }
+}
+
+#[inline(never)]
+#[allow(unconditional_recursion, reason = "the point: exhaust the stack")]
+fn recurse(depth: u64) -> u64 {
+    let mut frame = [0u8; 256];
+    frame[depth as usize % 256] = 1;
+    black_box(&frame);
+    black_box(recurse(depth + 1)) + frame[0] as u64
+}
+
+fn script(event: &StepEvent) -> &str {
+    match event {
+        StepEvent::CompletionCall(e) => &e.prompt,
+        StepEvent::CompletionResponse(e) => &e.prompt,
+        StepEvent::ModelTurnFinished(e) => &e.content,
+        StepEvent::InvalidToolCall(e) => &e.tool_name,
+        StepEvent::ToolCall(e) => &e.tool_name,
+        StepEvent::ToolResult(e) => &e.tool_name,
+        StepEvent::TextDelta(e) => &e.delta,
+        StepEvent::ToolCallDelta(e) => &e.delta,
+        StepEvent::StreamResponseFinish(e) => &e.prompt,
+    }
+}
+
+fn kind_name(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::CompletionCall => "completion-call",
+        EventKind::CompletionResponse => "completion-response",
+        EventKind::ModelTurnFinished => "model-turn-finished",
+        EventKind::InvalidToolCall => "invalid-tool-call",
+        EventKind::ToolCall => "tool-call",
+        EventKind::ToolResult => "tool-result",
+        EventKind::TextDelta => "text-delta",
+        EventKind::ToolCallDelta => "tool-call-delta",
+        EventKind::StreamResponseFinish => "stream-response-finish",
+    }
+}
+
+hookbox_sdk::hook!(Puppet);
