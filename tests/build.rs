@@ -7,16 +7,20 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-/// (crate, directory) of every guest.
-const GUESTS: &[(&str, &str)] = &[
-    ("deny-tools", "plugins/deny-tools"),
-    ("redact-secrets", "plugins/redact-secrets"),
-    ("path-jail", "plugins/path-jail"),
-    ("call-budget", "plugins/call-budget"),
-    ("inject-context", "plugins/inject-context"),
-    ("repair-tools", "plugins/repair-tools"),
-    ("puppet", "tests/guests/puppet"),
+/// Guests built for wasm32-unknown-unknown and encoded as components: the
+/// example plugins (`plugins/`) and the test guests (`tests/guests/`).
+const GUESTS: &[&str] = &[
+    "deny-tools",
+    "redact-secrets",
+    "path-jail",
+    "call-budget",
+    "inject-context",
+    "repair-tools",
+    "puppet",
 ];
+
+/// Guests built for wasm32-wasip2 (components already, importing WASI).
+const WASI_GUESTS: &[&str] = &["wasi-probe"];
 
 fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?.to_path_buf();
@@ -26,26 +30,12 @@ fn main() -> Result<()> {
     let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
     let guest_target = target_dir.join("guests");
 
-    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cargo
-        .current_dir(&root)
-        .args(["build", "--quiet", "--target", "wasm32-unknown-unknown", "--profile", "guest", "--target-dir"])
-        .arg(&guest_target)
-        // The outer build's flags are for the host, not for wasm.
-        .env_remove("CARGO_ENCODED_RUSTFLAGS")
-        .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET");
-    for (name, _) in GUESTS {
-        cargo.args(["-p", name]);
-    }
-    let status = cargo.status().context("running cargo to build the guests")?;
-    if !status.success() {
-        bail!("building the guests failed; is the target installed? `rustup target add wasm32-unknown-unknown`");
-    }
+    cargo_build(&root, &guest_target, "wasm32-unknown-unknown", GUESTS)?;
+    cargo_build(&root, &guest_target, "wasm32-wasip2", WASI_GUESTS)?;
 
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     let mut constants = String::new();
-    for (name, _) in GUESTS {
+    for name in GUESTS {
         let core = guest_target.join("wasm32-unknown-unknown/guest").join(format!("{}.wasm", name.replace('-', "_")));
         let bytes = std::fs::read(&core).with_context(|| format!("reading {}", core.display()))?;
         let component = wit_component::ComponentEncoder::default()
@@ -57,10 +47,39 @@ fn main() -> Result<()> {
         let constant = name.to_uppercase().replace('-', "_");
         constants.push_str(&format!("/// The `{name}` guest, as a component.\npub const {constant}: &str = {:?};\n", file.display().to_string()));
     }
+    for name in WASI_GUESTS {
+        let built = guest_target.join("wasm32-wasip2/guest").join(format!("{}.wasm", name.replace('-', "_")));
+        let file = out_dir.join(format!("{name}.wasm"));
+        std::fs::copy(&built, &file).with_context(|| format!("copying {}", built.display()))?;
+        let constant = name.to_uppercase().replace('-', "_");
+        constants.push_str(&format!("/// The `{name}` guest (wasm32-wasip2).\npub const {constant}: &str = {:?};\n", file.display().to_string()));
+    }
     constants.push_str(&format!(
         "/// Every guest: (name, path).\npub const ALL: &[(&str, &str)] = &[{}];\n",
-        GUESTS.iter().map(|(n, _)| format!("({n:?}, {})", n.to_uppercase().replace('-', "_"))).collect::<Vec<_>>().join(", ")
+        GUESTS.iter().chain(WASI_GUESTS).map(|n| format!("({n:?}, {})", n.to_uppercase().replace('-', "_"))).collect::<Vec<_>>().join(", ")
     ));
     std::fs::write(out_dir.join("guests.rs"), constants)?;
+    Ok(())
+}
+
+/// `cargo build` of `packages` for `target`, in a target directory of their
+/// own (the outer build holds the lock on the main one).
+fn cargo_build(root: &Path, target_dir: &Path, target: &str, packages: &[&str]) -> Result<()> {
+    let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cargo
+        .current_dir(root)
+        .args(["build", "--quiet", "--target", target, "--profile", "guest", "--target-dir"])
+        .arg(target_dir)
+        // The outer build's flags are for the host, not for wasm.
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_BUILD_TARGET");
+    for package in packages {
+        cargo.args(["-p", package]);
+    }
+    let status = cargo.status().with_context(|| format!("running cargo to build the {target} guests"))?;
+    if !status.success() {
+        bail!("building the {target} guests failed; is the target installed? `rustup target add {target}`");
+    }
     Ok(())
 }

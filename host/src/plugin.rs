@@ -102,6 +102,13 @@ impl Plugin {
         let component = runtime.compile(bytes).map_err(|e| load_error(LoadPhase::Compile, format!("{e:#}")))?;
         let info = describe(&component, runtime, bytes.len());
 
+        let pre = runtime.inner.linker.instantiate_pre(&component).map_err(|e| {
+            load_error(
+                LoadPhase::Link,
+                format!("{e:#}; hookbox provides only `log`, `config`, `scratchpad` and an empty WASI"),
+            )
+        })?;
+
         let export = |func: &str| {
             component.get_export_index(None, func).ok_or_else(|| {
                 load_error(
@@ -115,13 +122,6 @@ impl Plugin {
         };
         let on_event = export("on-event")?;
         let subscriptions_export = export("subscriptions")?;
-
-        let pre = runtime.inner.linker.instantiate_pre(&component).map_err(|e| {
-            load_error(
-                LoadPhase::Link,
-                format!("{e:#}; hookbox provides only `log`, `config`, `scratchpad` and an empty WASI"),
-            )
-        })?;
 
         let mut limits = options.limits.unwrap_or_else(|| runtime.config().default_limits.clone());
         limits.memory_bytes = limits.memory_bytes.min(runtime.config().max_memory_bytes);

@@ -4,3 +4,4 @@ mod support;
 mod wat;
 
 mod fail_closed;
+mod loading;

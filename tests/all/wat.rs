@@ -4,15 +4,24 @@
 /// A core module implementing the hook world: subscribes to every kind and
 /// runs `on_event_body` (which must leave an `i32` pointer to the flow).
 /// `extra` adds module fields (functions, tables, a start function ...).
+/// Memory layout: the subscription list at 1024, its (ptr, len) at 2048, a
+/// continue flow at 3072, the allocator's heap from 8192.
 pub fn hook(on_event_body: &str, extra: &str) -> Vec<u8> {
+    module(on_event_body, "(i32.const 2048)", extra)
+}
+
+/// Like [`hook`], with the body of `subscriptions` given too.
+pub fn hook_with_subscriptions(on_event_body: &str, subscriptions_body: &str) -> Vec<u8> {
+    module(on_event_body, subscriptions_body, "")
+}
+
+fn module(on_event_body: &str, subscriptions_body: &str, extra: &str) -> Vec<u8> {
     let core = format!(
         r#"(module
   (memory (export "memory") 4)
   (global $bump (mut i32) (i32.const 8192))
-  ;; every event kind, and the (ptr, len) of that list
   (data (i32.const 1024) "\00\01\02\03\04\05\06\07\08")
   (data (i32.const 2048) "\00\04\00\00\09\00\00\00")
-  ;; a continue flow
   (data (i32.const 3072) "\00")
   (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32)
     (local $ptr i32)
@@ -22,7 +31,7 @@ pub fn hook(on_event_body: &str, extra: &str) -> Vec<u8> {
     (if (i32.gt_u (global.get $bump) (i32.mul (memory.size) (i32.const 65536)))
       (then (drop (memory.grow (i32.add (i32.shr_u (local.get 3) (i32.const 16)) (i32.const 1))))))
     (local.get $ptr))
-  (func (export "subscriptions") (result i32) (i32.const 2048))
+  (func (export "subscriptions") (result i32) {subscriptions_body})
   (func (export "on-event") (param i32) (result i32) {on_event_body})
   {extra}
 )"#
@@ -30,7 +39,7 @@ pub fn hook(on_event_body: &str, extra: &str) -> Vec<u8> {
     hookbox_tests::component_from_core_wat(&core).expect("WAT guest encodes as a component")
 }
 
-/// A guest that answers continue.
-pub fn continue_guest() -> Vec<u8> {
-    hook("(i32.const 3072)", "")
+/// Bytes of a WAT text (a core module or a component).
+pub fn parse(text: &str) -> Vec<u8> {
+    ::wat::parse_str(text).expect("valid WAT")
 }
