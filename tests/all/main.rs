@@ -5,3 +5,4 @@ mod wat;
 
 mod fail_closed;
 mod loading;
+mod isolation;
