@@ -6,3 +6,4 @@ mod wat;
 mod fail_closed;
 mod loading;
 mod isolation;
+mod examples;

@@ -1,5 +1,6 @@
 //! The `hookbox` command: check plugins, replay recorded events through a stack.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -35,6 +36,9 @@ enum Command {
         /// Replay the file this many times, each a separate run.
         #[arg(long, default_value_t = 1)]
         runs: u32,
+        /// A plugin setting, `PLUGIN.KEY=VALUE` (repeatable).
+        #[arg(long = "config", value_name = "PLUGIN.KEY=VALUE")]
+        config: Vec<String>,
         /// Events, one JSON object per line; `-` reads stdin.
         events: PathBuf,
     },
@@ -50,7 +54,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { plugins } => check(&plugins),
-        Command::Replay { plugins, dir, runs, events } => replay(plugins, dir, runs, &events),
+        Command::Replay { plugins, dir, runs, config, events } => replay(plugins, dir, runs, &config, &events),
     };
     match result {
         Ok(code) => code,
@@ -101,10 +105,17 @@ fn or_none(s: &str) -> &str {
     if s.is_empty() { "none" } else { s }
 }
 
-fn replay(mut paths: Vec<PathBuf>, dir: Option<PathBuf>, runs: u32, events_path: &Path) -> Result<ExitCode> {
+fn replay(
+    mut paths: Vec<PathBuf>,
+    dir: Option<PathBuf>,
+    runs: u32,
+    settings: &[String],
+    events_path: &Path,
+) -> Result<ExitCode> {
     if let Some(dir) = dir {
         paths.extend(plugins_in(&dir)?);
     }
+    let mut configs = parse_settings(settings)?;
     let events = read_events(events_path)?;
     let runtime = runtime()?;
     let mut stack = HookStack::new();
@@ -112,17 +123,21 @@ fn replay(mut paths: Vec<PathBuf>, dir: Option<PathBuf>, runs: u32, events_path:
         if !path.is_file() {
             bail!("{}: no such plugin file", path.display());
         }
-        match Plugin::from_file(&runtime, path, PluginOptions::default()) {
+        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let options = PluginOptions { config: configs.remove(&name).unwrap_or_default(), ..Default::default() };
+        match Plugin::from_file(&runtime, path, options) {
             Ok(plugin) => {
                 stack.push_plugin(Arc::new(plugin));
             }
             Err(e) => {
                 // A required plugin that cannot load makes the run fail closed.
                 tracing::error!("{e}");
-                let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
                 stack.push_unloadable(&name, e.to_string());
             }
         }
+    }
+    if let Some(unknown) = configs.keys().next() {
+        bail!("--config names plugin `{unknown}`, which is not in the stack");
     }
 
     let stdout = std::io::stdout();
@@ -158,6 +173,22 @@ fn advance(ctx: &mut HookContext, event: &StepEvent) {
         StepEvent::TextDelta(_) | StepEvent::ToolCallDelta(_) => ctx.is_streaming = true,
         _ => {}
     }
+}
+
+/// `PLUGIN.KEY=VALUE` settings, grouped by plugin.
+fn parse_settings(settings: &[String]) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+    let mut configs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for setting in settings {
+        let parsed = setting.split_once('=').and_then(|(name, value)| {
+            let (plugin, key) = name.split_once('.')?;
+            Some((plugin, key, value))
+        });
+        let Some((plugin, key, value)) = parsed else {
+            bail!("--config {setting}: expected PLUGIN.KEY=VALUE, e.g. deny-tools.deny=shell");
+        };
+        configs.entry(plugin.to_owned()).or_default().insert(key.to_owned(), value.to_owned());
+    }
+    Ok(configs)
 }
 
 /// The `*.wasm` files in `dir`, in file-name order.

@@ -1,8 +1,16 @@
 //! Deny tool calls by name and by argument pattern (config-driven).
+//!
+//! Secure by default: without a `deny_args` setting, arguments matching
+//! [`DEFAULT_DENY_ARGS`] are denied.
 
 use hookbox_sdk::{config, glob_match, EventKind, Flow, Hook, HookContext, StepEvent};
 
 struct DenyTools;
+
+/// Denied argument patterns when `deny_args` is not set: destructive or
+/// remote-code commands and credential files.
+const DEFAULT_DENY_ARGS: &[&str] =
+    &["*rm -rf*", "*rm -fr*", "*mkfs*", "*dd if=*", "*| sh*", "*| bash*", "*.ssh/*", "*/etc/shadow*"];
 
 impl Hook for DenyTools {
     fn subscriptions() -> Vec<EventKind> {
@@ -18,7 +26,11 @@ impl Hook for DenyTools {
         if config::list("deny").iter().any(|p| glob_match(p, &call.tool_name)) {
             return deny(&call.tool_name, "it is on the deny-list");
         }
-        if let Some(p) = config::list("deny_args").iter().find(|p| glob_match(p, &call.args)) {
+        let deny_args = match config::get("deny_args") {
+            Some(_) => config::list("deny_args"),
+            None => DEFAULT_DENY_ARGS.iter().map(|p| p.to_string()).collect(),
+        };
+        if let Some(p) = deny_args.iter().find(|p| glob_match(p, &call.args)) {
             return deny(&call.tool_name, &format!("its arguments match the denied pattern `{p}`"));
         }
         Flow::Continue

@@ -50,7 +50,11 @@ fn jail(root: &str, path: &str) -> String {
             part => parts.push(part),
         }
     }
-    if parts.is_empty() { root.to_owned() } else { format!("{root}/{}", parts.join("/")) }
+    match (parts.is_empty(), root.is_empty()) {
+        (true, true) => "/".to_owned(),
+        (true, false) => root.to_owned(),
+        (false, _) => format!("{root}/{}", parts.join("/")),
+    }
 }
 
 hookbox_sdk::hook!(PathJail);

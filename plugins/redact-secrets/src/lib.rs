@@ -7,8 +7,9 @@ struct RedactSecrets;
 
 /// Prefixes of well-known credential formats.
 const TOKEN_PREFIXES: [&str; 7] = ["sk-", "ghp_", "gho_", "github_pat_", "AKIA", "xoxb-", "xoxp-"];
-/// `NAME=value` / `NAME: value` where NAME contains one of these.
-const SECRET_NAMES: [&str; 5] = ["SECRET", "PASSWORD", "TOKEN", "API_KEY", "PRIVATE_KEY"];
+/// `NAME=value` / `NAME: value` where NAME (an identifier; `-` counts as
+/// `_`) ends with one of these.
+const SECRET_NAMES: [&str; 7] = ["SECRET", "PASSWORD", "PASSWD", "TOKEN", "API_KEY", "APIKEY", "PRIVATE_KEY"];
 
 impl Hook for RedactSecrets {
     fn subscriptions() -> Vec<EventKind> {
@@ -27,7 +28,7 @@ fn redact(text: &str, emails: bool) -> String {
     let mut out = String::with_capacity(text.len());
     let mut in_key_block = false;
     for line in text.split_inclusive('\n') {
-        if line.contains("-----BEGIN") && line.contains("PRIVATE KEY-----") {
+        if line.contains("-----BEGIN") && line.contains("PRIVATE KEY") {
             in_key_block = true;
             out.push_str("[REDACTED PRIVATE KEY]\n");
         }
@@ -42,10 +43,11 @@ fn redact(text: &str, emails: bool) -> String {
 
 fn redact_line(line: &str, emails: bool) -> String {
     // NAME=value and NAME: value assignments of secret-looking names.
-    let upper = line.to_ascii_uppercase();
     if let Some(sep) = line.find(['=', ':']) {
-        let name = &upper[..sep];
-        if SECRET_NAMES.iter().any(|s| name.contains(s)) && !line[sep + 1..].trim().is_empty() {
+        let name = line[..sep].trim().trim_start_matches("export ").trim_matches(['"', '\'']);
+        let identifier = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        let name = name.to_ascii_uppercase().replace('-', "_");
+        if identifier && SECRET_NAMES.iter().any(|s| name.ends_with(s)) && !line[sep + 1..].trim().is_empty() {
             let end = if line.ends_with('\n') { "\n" } else { "" };
             return format!("{}[REDACTED]{end}", &line[..=sep]);
         }
