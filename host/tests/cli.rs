@@ -1,0 +1,135 @@
+//! The `hookbox` command, run as a user would: exit codes, messages, output.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use hookbox_tests::guests;
+use serde_json::Value;
+
+fn hookbox(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(args)
+        .env("HOOKBOX_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hookbox runs");
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn lines(output: &Output) -> Vec<Value> {
+    stdout(output).lines().map(|l| serde_json::from_str(l).expect("each output line is JSON")).collect()
+}
+
+fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("hookbox-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn check_prints_a_plugins_subscriptions_and_imports() {
+    let out = hookbox(&["check", guests::DENY_TOOLS], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("subscriptions: tool-call"), "{text}");
+    assert!(text.contains("imports:       hookbox:hook/config@0.1.0"), "{text}");
+}
+
+#[test]
+fn check_refuses_bad_plugins_with_one_line_and_a_failing_exit() {
+    let core = scratch("core.wasm", &wat::parse_str("(module)").unwrap());
+    let corrupt = scratch("corrupt.wasm", b"\0asm\x0d\0\x01\0junk");
+    let other = scratch("other.wasm", br#"(component (core module $m (func (export "f"))) (core instance $i (instantiate $m)) (func (export "hello") (canon lift (core func $i "f"))))"#);
+    for (path, says) in [
+        (core.to_str().unwrap(), "not a component"),
+        (corrupt.to_str().unwrap(), "failed to load (compile)"),
+        (other.to_str().unwrap(), "does not export `on-event`"),
+        ("/no/such/plugin.wasm", "no such file"),
+    ] {
+        let out = hookbox(&["check", path], "");
+        assert!(!out.status.success(), "{path} must fail");
+        let err = stderr(&out);
+        assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+        assert!(err.contains(says), "{path}: `{err}` should say `{says}`");
+    }
+}
+
+#[test]
+fn replay_prints_one_flow_per_event_naming_the_decider() {
+    let events = r#"{"event":"tool-call","tool_name":"shell","args":{"cmd":"rm -rf /"}}
+{"event":"tool-call","tool_name":"ls","args":"{}"}
+"#;
+    let out = hookbox(&["replay", "--plugin", guests::DENY_TOOLS, "-"], events);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = lines(&out);
+    assert_eq!(lines[0]["flow"], "skip");
+    assert_eq!(lines[0]["plugin"], "deny-tools");
+    assert_eq!(lines[1], serde_json::json!({"flow": "continue"}));
+}
+
+#[test]
+fn replay_names_the_line_of_a_bad_event_and_runs_nothing() {
+    let events = "{\"event\":\"tool-call\",\"tool_name\":\"ls\",\"args\":\"{}\"}\n{\"event\":\"tool-cal\"}\n";
+    let out = hookbox(&["replay", "--plugin", guests::DENY_TOOLS, "-"], events);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("stdin:2"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty(), "nothing ran");
+}
+
+#[test]
+fn replay_config_reaches_the_plugin() {
+    let event = r#"{"event":"tool-call","tool_name":"write_file","args":"{}"}"#;
+    let out = hookbox(&["replay", "--plugin", guests::DENY_TOOLS, "--config", "deny-tools.allow=read_file", "-"], event);
+    assert_eq!(lines(&out)[0]["flow"], "skip", "{}", stderr(&out));
+    let out = hookbox(&["replay", "--plugin", guests::DENY_TOOLS, "--config", "nobody.x=1", "-"], event);
+    assert!(stderr(&out).contains("`nobody`"), "{}", stderr(&out));
+}
+
+/// The four misbehaviours of the core issue each end a replay with a
+/// fail-closed terminate naming the plugin and the cause; with `--runs 2`
+/// the second run shows the process is still healthy.
+#[test]
+fn misbehaving_guests_end_a_replay_fail_closed_and_the_next_run_is_healthy() {
+    for (command, cause) in [("loop", "deadline"), ("grow", "memory"), ("recurse", "stack"), ("panic", "trap")] {
+        let events = format!(
+            "{{\"event\":\"tool-call\",\"tool_name\":\"puppet:flow:skip:fine\",\"args\":\"{{}}\"}}\n\
+             {{\"event\":\"tool-call\",\"tool_name\":\"puppet:{command}\",\"args\":\"{{}}\"}}\n\
+             {{\"event\":\"tool-call\",\"tool_name\":\"never-reached\",\"args\":\"{{}}\"}}\n"
+        );
+        let started = std::time::Instant::now();
+        let out = hookbox(&["replay", "--plugin", guests::PUPPET, "--runs", "2", "-"], &events);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let lines = lines(&out);
+        assert_eq!(lines.len(), 4, "two lines per run: the run stops at the terminate");
+        for run in [&lines[0..2], &lines[2..4]] {
+            assert_eq!(run[0]["flow"], "skip");
+            assert_eq!(run[1]["flow"], "terminate");
+            assert_eq!(run[1]["fail_closed"]["plugin"], "puppet");
+            assert_eq!(run[1]["fail_closed"]["cause"], cause, "{command}");
+        }
+        // Generous: the budget is 100 ms per call; this only catches a hang.
+        assert!(started.elapsed().as_secs() < 20, "{command} took {:?}", started.elapsed());
+    }
+}
+
+#[test]
+fn a_plugin_that_cannot_load_fails_every_run_closed() {
+    let corrupt = scratch("broken.wasm", b"\0asm\x0d\0\x01\0junk");
+    let out = hookbox(&["replay", "--plugin", corrupt.to_str().unwrap(), "-"], r#"{"event":"text-delta","delta":"hi"}"#);
+    let lines = lines(&out);
+    assert_eq!(lines[0]["fail_closed"]["cause"], "load");
+    assert_eq!(lines[0]["fail_closed"]["plugin"], "broken");
+}
