@@ -23,11 +23,16 @@ const GUESTS: &[&str] = &[
 const WASI_GUESTS: &[&str] = &["wasi-probe"];
 
 fn main() -> Result<()> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?.to_path_buf();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("workspace root")?
+        .to_path_buf();
     for watched in ["wit", "sdk", "plugins", "tests/guests"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
     let guest_target = target_dir.join("guests");
 
     cargo_build(&root, &guest_target, "wasm32-unknown-unknown", GUESTS)?;
@@ -36,7 +41,9 @@ fn main() -> Result<()> {
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     let mut constants = String::new();
     for name in GUESTS {
-        let core = guest_target.join("wasm32-unknown-unknown/guest").join(format!("{}.wasm", name.replace('-', "_")));
+        let core = guest_target
+            .join("wasm32-unknown-unknown/guest")
+            .join(format!("{}.wasm", name.replace('-', "_")));
         let bytes = std::fs::read(&core).with_context(|| format!("reading {}", core.display()))?;
         let component = wit_component::ComponentEncoder::default()
             .module(&bytes)
@@ -45,18 +52,31 @@ fn main() -> Result<()> {
         let file = out_dir.join(format!("{name}.wasm"));
         std::fs::write(&file, component)?;
         let constant = name.to_uppercase().replace('-', "_");
-        constants.push_str(&format!("/// The `{name}` guest, as a component.\npub const {constant}: &str = {:?};\n", file.display().to_string()));
+        constants.push_str(&format!(
+            "/// The `{name}` guest, as a component.\npub const {constant}: &str = {:?};\n",
+            file.display().to_string()
+        ));
     }
     for name in WASI_GUESTS {
-        let built = guest_target.join("wasm32-wasip2/guest").join(format!("{}.wasm", name.replace('-', "_")));
+        let built = guest_target
+            .join("wasm32-wasip2/guest")
+            .join(format!("{}.wasm", name.replace('-', "_")));
         let file = out_dir.join(format!("{name}.wasm"));
         std::fs::copy(&built, &file).with_context(|| format!("copying {}", built.display()))?;
         let constant = name.to_uppercase().replace('-', "_");
-        constants.push_str(&format!("/// The `{name}` guest (wasm32-wasip2).\npub const {constant}: &str = {:?};\n", file.display().to_string()));
+        constants.push_str(&format!(
+            "/// The `{name}` guest (wasm32-wasip2).\npub const {constant}: &str = {:?};\n",
+            file.display().to_string()
+        ));
     }
     constants.push_str(&format!(
         "/// Every guest: (name, path).\npub const ALL: &[(&str, &str)] = &[{}];\n",
-        GUESTS.iter().chain(WASI_GUESTS).map(|n| format!("({n:?}, {})", n.to_uppercase().replace('-', "_"))).collect::<Vec<_>>().join(", ")
+        GUESTS
+            .iter()
+            .chain(WASI_GUESTS)
+            .map(|n| format!("({n:?}, {})", n.to_uppercase().replace('-', "_")))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     std::fs::write(out_dir.join("guests.rs"), constants)?;
     Ok(())
@@ -68,18 +88,33 @@ fn cargo_build(root: &Path, target_dir: &Path, target: &str, packages: &[&str]) 
     let mut cargo = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cargo
         .current_dir(root)
-        .args(["build", "--quiet", "--target", target, "--profile", "guest", "--target-dir"])
+        .args([
+            "build",
+            "--quiet",
+            "--target",
+            target,
+            "--profile",
+            "guest",
+            "--target-dir",
+        ])
         .arg(target_dir)
         // The outer build's flags are for the host, not for wasm.
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("RUSTFLAGS")
-        .env_remove("CARGO_BUILD_TARGET");
+        .env_remove("CARGO_BUILD_TARGET")
+        // Under `cargo clippy`, lint the guests as their own workspace members
+        // instead, not inside this build.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER");
     for package in packages {
         cargo.args(["-p", package]);
     }
-    let status = cargo.status().with_context(|| format!("running cargo to build the {target} guests"))?;
+    let status = cargo
+        .status()
+        .with_context(|| format!("running cargo to build the {target} guests"))?;
     if !status.success() {
-        bail!("building the {target} guests failed; is the target installed? `rustup target add {target}`");
+        bail!(
+            "building the {target} guests failed; is the target installed? `rustup target add {target}`"
+        );
     }
     Ok(())
 }

@@ -103,7 +103,13 @@ impl Runtime {
             start_ticker(&engine, tick)
                 .map_err(|e| Error::Engine(format!("cannot start the epoch ticker thread: {e}")))?;
         }
-        Ok(Runtime { inner: Arc::new(RuntimeInner { engine, linker, config }) })
+        Ok(Runtime {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                linker,
+                config,
+            }),
+        })
     }
 
     /// The wasmtime engine, for callers that compile components themselves.
@@ -124,7 +130,11 @@ impl Runtime {
     /// The number of epoch ticks that make up `deadline`, with one tick of
     /// slack so a guest always gets at least its full budget.
     pub(crate) fn deadline_ticks(&self, deadline: Duration) -> u64 {
-        let tick = self.inner.config.epoch_tick.unwrap_or(Duration::from_millis(1));
+        let tick = self
+            .inner
+            .config
+            .epoch_tick
+            .unwrap_or(Duration::from_millis(1));
         let ticks = deadline.as_nanos().div_ceil(tick.as_nanos().max(1));
         u64::try_from(ticks).unwrap_or(u64::MAX).saturating_add(1)
     }
@@ -138,14 +148,16 @@ impl Runtime {
 /// Advances the engine's epoch every `tick` while the engine is alive.
 fn start_ticker(engine: &Engine, tick: Duration) -> std::io::Result<()> {
     let weak = engine.weak();
-    std::thread::Builder::new().name("hookbox-epoch".into()).spawn(move || {
-        loop {
-            std::thread::sleep(tick);
-            match weak.upgrade() {
-                Some(engine) => engine.increment_epoch(),
-                None => return,
+    std::thread::Builder::new()
+        .name("hookbox-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(tick);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => return,
+                }
             }
-        }
-    })?;
+        })?;
     Ok(())
 }

@@ -68,13 +68,21 @@ pub struct FailClosed {
 
 impl FailClosed {
     pub fn new(plugin: &Arc<str>, cause: Cause, detail: impl Into<String>) -> FailClosed {
-        FailClosed { plugin: plugin.clone(), cause, detail: detail.into() }
+        FailClosed {
+            plugin: plugin.clone(),
+            cause,
+            detail: detail.into(),
+        }
     }
 }
 
 impl fmt::Display for FailClosed {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "plugin `{}` failed closed ({}): {}", self.plugin, self.cause, self.detail)
+        write!(
+            f,
+            "plugin `{}` failed closed ({}): {}",
+            self.plugin, self.cause, self.detail
+        )
     }
 }
 
@@ -87,9 +95,17 @@ pub enum Error {
     #[error("cannot configure the WebAssembly engine: {0}")]
     Engine(String),
     #[error("cannot read plugin `{plugin}` from {path}: {source}")]
-    Read { plugin: String, path: String, source: std::io::Error },
+    Read {
+        plugin: String,
+        path: String,
+        source: std::io::Error,
+    },
     #[error("plugin `{plugin}` failed to load ({phase}): {reason}")]
-    Load { plugin: String, phase: LoadPhase, reason: String },
+    Load {
+        plugin: String,
+        phase: LoadPhase,
+        reason: String,
+    },
     #[error(transparent)]
     FailClosed(#[from] FailClosed),
 }

@@ -11,7 +11,9 @@ use wasmtime::component::{ComponentType, Lift, Lower};
 use crate::json::json_text;
 
 /// Where in the run a step happens.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 pub struct HookContext {
     /// Unique per run.
@@ -91,7 +93,9 @@ impl EventKinds {
         EventKinds(self.0 | other.0)
     }
     pub fn iter(self) -> impl Iterator<Item = EventKind> {
-        EventKind::ALL.into_iter().filter(move |k| self.contains(*k))
+        EventKind::ALL
+            .into_iter()
+            .filter(move |k| self.contains(*k))
     }
 }
 
@@ -124,7 +128,9 @@ pub struct Message {
     pub content: String,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 pub struct Usage {
     #[component(name = "input-tokens")]
@@ -134,7 +140,9 @@ pub struct Usage {
 }
 
 /// What the model answered.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 pub struct ModelResponse {
     pub content: String,
@@ -183,7 +191,9 @@ pub struct ToolError {
 }
 
 /// What really happened when the tool was (or was not) run.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(variant)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolOutcome {
@@ -198,7 +208,9 @@ pub enum ToolOutcome {
     Denied(String),
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct CompletionCall {
@@ -209,7 +221,9 @@ pub struct CompletionCall {
     pub turn: u32,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct CompletionResponse {
@@ -218,7 +232,9 @@ pub struct CompletionResponse {
     pub response: ModelResponse,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ModelTurnFinished {
@@ -229,7 +245,9 @@ pub struct ModelTurnFinished {
     pub usage: Option<Usage>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct InvalidToolCall {
@@ -255,7 +273,9 @@ pub struct InvalidToolCall {
     pub tool_choice: Option<ToolChoice>,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
@@ -272,7 +292,9 @@ pub struct ToolCall {
     pub args: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ToolResult {
@@ -297,7 +319,9 @@ pub struct ToolResult {
     pub extensions: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct TextDelta {
@@ -306,7 +330,9 @@ pub struct TextDelta {
     pub aggregated: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCallDelta {
@@ -322,7 +348,9 @@ pub struct ToolCallDelta {
     pub delta: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct StreamResponseFinish {
@@ -367,28 +395,37 @@ mod tests {
     fn tool_call_json_form_matches_the_design() {
         let line = r#"{"event":"tool-call","tool_name":"shell","tool_call_id":"c1","internal_call_id":"i1","args":"{\"cmd\":\"ls\"}"}"#;
         let event: StepEvent = serde_json::from_str(line).unwrap();
-        let StepEvent::ToolCall(call) = &event else { panic!("{event:?}") };
+        let StepEvent::ToolCall(call) = &event else {
+            panic!("{event:?}")
+        };
         assert_eq!(call.args, r#"{"cmd":"ls"}"#);
         assert_eq!(serde_json::to_string(&event).unwrap(), line);
     }
 
     #[test]
     fn args_may_be_given_as_a_json_value() {
-        let event: StepEvent =
-            serde_json::from_str(r#"{"event":"tool-call","tool_name":"shell","args":{"cmd":"ls"}}"#).unwrap();
-        let StepEvent::ToolCall(call) = event else { unreachable!() };
+        let event: StepEvent = serde_json::from_str(
+            r#"{"event":"tool-call","tool_name":"shell","args":{"cmd":"ls"}}"#,
+        )
+        .unwrap();
+        let StepEvent::ToolCall(call) = event else {
+            unreachable!()
+        };
         assert_eq!(call.args, r#"{"cmd":"ls"}"#);
     }
 
     #[test]
     fn unknown_event_kinds_are_rejected() {
-        let err = serde_json::from_str::<StepEvent>(r#"{"event":"tool-cal","tool_name":"x"}"#).unwrap_err();
+        let err = serde_json::from_str::<StepEvent>(r#"{"event":"tool-cal","tool_name":"x"}"#)
+            .unwrap_err();
         assert!(err.to_string().contains("tool-cal"), "{err}");
     }
 
     #[test]
     fn event_kind_sets_hold_exactly_what_was_added() {
-        let set: EventKinds = [EventKind::ToolCall, EventKind::TextDelta].into_iter().collect();
+        let set: EventKinds = [EventKind::ToolCall, EventKind::TextDelta]
+            .into_iter()
+            .collect();
         assert!(set.contains(EventKind::ToolCall) && set.contains(EventKind::TextDelta));
         assert!(!set.contains(EventKind::ToolResult));
         assert_eq!(EventKinds::ALL.iter().count(), 9);

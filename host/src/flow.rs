@@ -135,7 +135,11 @@ pub struct RequestPatch {
     pub active_tools: Option<Vec<String>>,
     /// JSON object text, shallow-merged onto the provider parameters.
     #[component(name = "additional-params")]
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "json_text::option")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "json_text::option"
+    )]
     pub additional_params: Option<String>,
     #[component(name = "extra-context")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -165,13 +169,35 @@ impl RequestPatch {
     /// replaced as a whole.
     pub fn merge(&mut self, later: RequestPatch) -> Vec<Conflict> {
         let mut conflicts = Vec::new();
-        last_writer(&mut self.preamble, later.preamble, "preamble", &mut conflicts);
-        last_writer(&mut self.temperature, later.temperature, "temperature", &mut conflicts);
-        last_writer(&mut self.max_tokens, later.max_tokens, "max-tokens", &mut conflicts);
-        last_writer(&mut self.tool_choice, later.tool_choice, "tool-choice", &mut conflicts);
+        last_writer(
+            &mut self.preamble,
+            later.preamble,
+            "preamble",
+            &mut conflicts,
+        );
+        last_writer(
+            &mut self.temperature,
+            later.temperature,
+            "temperature",
+            &mut conflicts,
+        );
+        last_writer(
+            &mut self.max_tokens,
+            later.max_tokens,
+            "max-tokens",
+            &mut conflicts,
+        );
+        last_writer(
+            &mut self.tool_choice,
+            later.tool_choice,
+            "tool-choice",
+            &mut conflicts,
+        );
         last_writer(&mut self.history, later.history, "history", &mut conflicts);
         if let Some(later) = later.extra_context {
-            self.extra_context.get_or_insert_with(Vec::new).extend(later);
+            self.extra_context
+                .get_or_insert_with(Vec::new)
+                .extend(later);
         }
         self.active_tools = match (self.active_tools.take(), later.active_tools) {
             (Some(earlier), Some(later)) => {
@@ -191,8 +217,18 @@ impl RequestPatch {
         self.preamble.as_ref().map_or(0, String::len)
             + strings(&self.active_tools)
             + self.additional_params.as_ref().map_or(0, String::len)
-            + self.extra_context.iter().flatten().map(|d| d.id.len() + d.text.len()).sum::<usize>()
-            + self.history.iter().flatten().map(|m| m.content.len()).sum::<usize>()
+            + self
+                .extra_context
+                .iter()
+                .flatten()
+                .map(|d| d.id.len() + d.text.len())
+                .sum::<usize>()
+            + self
+                .history
+                .iter()
+                .flatten()
+                .map(|m| m.content.len())
+                .sum::<usize>()
             + match &self.tool_choice {
                 Some(ToolChoice::Specific(tools)) => tools.iter().map(String::len).sum(),
                 _ => 0,
@@ -200,7 +236,12 @@ impl RequestPatch {
     }
 }
 
-fn last_writer<T>(earlier: &mut Option<T>, later: Option<T>, field: &'static str, conflicts: &mut Vec<Conflict>) {
+fn last_writer<T>(
+    earlier: &mut Option<T>,
+    later: Option<T>,
+    field: &'static str,
+    conflicts: &mut Vec<Conflict>,
+) {
     if let Some(later) = later {
         if earlier.is_some() {
             conflicts.push(Conflict(field));
@@ -226,17 +267,29 @@ fn merge_objects(earlier: &str, later: &str) -> String {
 #[serde(tag = "flow", rename_all = "kebab-case", deny_unknown_fields)]
 enum FlowJson {
     Continue,
-    Terminate { reason: String },
-    Skip { reason: String },
+    Terminate {
+        reason: String,
+    },
+    Skip {
+        reason: String,
+    },
     RewriteArgs {
         #[serde(with = "json_text")]
         args: String,
     },
-    RewriteResult { result: String },
-    PatchRequest { patch: RequestPatch },
+    RewriteResult {
+        result: String,
+    },
+    PatchRequest {
+        patch: RequestPatch,
+    },
     Fail,
-    Retry { feedback: String },
-    Repair { tool_name: String },
+    Retry {
+        feedback: String,
+    },
+    Repair {
+        tool_name: String,
+    },
 }
 
 impl From<Flow> for FlowJson {
@@ -285,10 +338,20 @@ mod tests {
             (Flow::Continue, r#"{"flow":"continue"}"#),
             (Flow::terminate("r"), r#"{"flow":"terminate","reason":"r"}"#),
             (Flow::skip("r"), r#"{"flow":"skip","reason":"r"}"#),
-            (Flow::rewrite_args("{}"), r#"{"flow":"rewrite-args","args":"{}"}"#),
-            (Flow::rewrite_result("x"), r#"{"flow":"rewrite-result","result":"x"}"#),
             (
-                Flow::PatchRequest(RequestPatch { temperature: Some(0.2), active_tools: tools(&["search"]), ..Default::default() }),
+                Flow::rewrite_args("{}"),
+                r#"{"flow":"rewrite-args","args":"{}"}"#,
+            ),
+            (
+                Flow::rewrite_result("x"),
+                r#"{"flow":"rewrite-result","result":"x"}"#,
+            ),
+            (
+                Flow::PatchRequest(RequestPatch {
+                    temperature: Some(0.2),
+                    active_tools: tools(&["search"]),
+                    ..Default::default()
+                }),
                 r#"{"flow":"patch-request","patch":{"temperature":0.2,"active_tools":["search"]}}"#,
             ),
             (Flow::Fail, r#"{"flow":"fail"}"#),
@@ -303,18 +366,34 @@ mod tests {
 
     #[test]
     fn extra_context_appends() {
-        let doc = |id: &str| Document { id: id.into(), text: String::new() };
-        let mut a = RequestPatch { extra_context: Some(vec![doc("a")]), ..Default::default() };
-        let conflicts = a.merge(RequestPatch { extra_context: Some(vec![doc("b")]), ..Default::default() });
+        let doc = |id: &str| Document {
+            id: id.into(),
+            text: String::new(),
+        };
+        let mut a = RequestPatch {
+            extra_context: Some(vec![doc("a")]),
+            ..Default::default()
+        };
+        let conflicts = a.merge(RequestPatch {
+            extra_context: Some(vec![doc("b")]),
+            ..Default::default()
+        });
         assert_eq!(a.extra_context, Some(vec![doc("a"), doc("b")]));
         assert!(conflicts.is_empty());
     }
 
     #[test]
     fn additional_params_merge_shallowly_and_the_later_key_wins() {
-        let mut a = RequestPatch { additional_params: Some(r#"{"a":1,"b":{"x":1}}"#.into()), ..Default::default() };
-        a.merge(RequestPatch { additional_params: Some(r#"{"b":{"y":2},"c":3}"#.into()), ..Default::default() });
-        let merged: serde_json::Value = serde_json::from_str(a.additional_params.as_deref().unwrap()).unwrap();
+        let mut a = RequestPatch {
+            additional_params: Some(r#"{"a":1,"b":{"x":1}}"#.into()),
+            ..Default::default()
+        };
+        a.merge(RequestPatch {
+            additional_params: Some(r#"{"b":{"y":2},"c":3}"#.into()),
+            ..Default::default()
+        });
+        let merged: serde_json::Value =
+            serde_json::from_str(a.additional_params.as_deref().unwrap()).unwrap();
         assert_eq!(merged, serde_json::json!({"a":1,"b":{"y":2},"c":3}));
     }
 
@@ -333,7 +412,10 @@ mod tests {
             temperature: Some(0.1),
             max_tokens: Some(20),
             tool_choice: Some(ToolChoice::Required),
-            history: Some(vec![Message { role: crate::event::Role::User, content: "hi".into() }]),
+            history: Some(vec![Message {
+                role: crate::event::Role::User,
+                content: "hi".into(),
+            }]),
             ..Default::default()
         });
         assert_eq!(a.preamble.as_deref(), Some("second"));
@@ -342,22 +424,53 @@ mod tests {
         assert_eq!(a.tool_choice, Some(ToolChoice::Required));
         assert_eq!(a.history.as_ref().map(Vec::len), Some(1));
         let names: Vec<_> = conflicts.iter().map(|c| c.0).collect();
-        assert_eq!(names, ["preamble", "temperature", "max-tokens", "tool-choice", "history"]);
+        assert_eq!(
+            names,
+            [
+                "preamble",
+                "temperature",
+                "max-tokens",
+                "tool-choice",
+                "history"
+            ]
+        );
     }
 
     #[test]
     fn a_field_set_by_one_side_only_is_not_a_conflict() {
-        let mut a = RequestPatch { preamble: Some("p".into()), ..Default::default() };
-        assert!(a.merge(RequestPatch { temperature: Some(0.5), ..Default::default() }).is_empty());
-        assert_eq!((a.preamble.as_deref(), a.temperature), (Some("p"), Some(0.5)));
+        let mut a = RequestPatch {
+            preamble: Some("p".into()),
+            ..Default::default()
+        };
+        assert!(
+            a.merge(RequestPatch {
+                temperature: Some(0.5),
+                ..Default::default()
+            })
+            .is_empty()
+        );
+        assert_eq!(
+            (a.preamble.as_deref(), a.temperature),
+            (Some("p"), Some(0.5))
+        );
     }
 
     #[test]
     fn active_tools_intersect() {
-        let mut a = RequestPatch { active_tools: tools(&["read", "write", "search"]), ..Default::default() };
-        a.merge(RequestPatch { active_tools: tools(&["search", "read", "shell"]), ..Default::default() });
+        let mut a = RequestPatch {
+            active_tools: tools(&["read", "write", "search"]),
+            ..Default::default()
+        };
+        a.merge(RequestPatch {
+            active_tools: tools(&["search", "read", "shell"]),
+            ..Default::default()
+        });
         assert_eq!(a.active_tools, tools(&["read", "search"]));
         a.merge(RequestPatch::default());
-        assert_eq!(a.active_tools, tools(&["read", "search"]), "an unset allow-list does not widen");
+        assert_eq!(
+            a.active_tools,
+            tools(&["read", "search"]),
+            "an unset allow-list does not widen"
+        );
     }
 }

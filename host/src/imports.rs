@@ -32,15 +32,24 @@ pub enum LogLevel {
 type Ctx<'a> = StoreContextMut<'a, PluginState>;
 
 pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Result<()> {
-    linker.root().func_wrap("log", |mut store: Ctx<'_>, (level, message): (LogLevel, String)| {
-        log(store.data_mut(), level, &message)
-    })?;
+    linker.root().func_wrap(
+        "log",
+        |mut store: Ctx<'_>, (level, message): (LogLevel, String)| {
+            log(store.data_mut(), level, &message)
+        },
+    )?;
 
     let mut config = linker.instance(CONFIG)?;
-    config.func_wrap("get", |store: Ctx<'_>, (key,): (String,)| Ok((store.data().config.get(&key).cloned(),)))?;
+    config.func_wrap("get", |store: Ctx<'_>, (key,): (String,)| {
+        Ok((store.data().config.get(&key).cloned(),))
+    })?;
     config.func_wrap("entries", |store: Ctx<'_>, (): ()| {
-        let entries: Vec<(String, String)> =
-            store.data().config.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let entries: Vec<(String, String)> = store
+            .data()
+            .config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         Ok((entries,))
     })?;
 
@@ -48,9 +57,12 @@ pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Resul
     scratchpad.func_wrap("get", |store: Ctx<'_>, (key,): (String,)| {
         Ok((store.data().scratchpad.get(&key).cloned(),))
     })?;
-    scratchpad.func_wrap("set", |mut store: Ctx<'_>, (key, value): (String, String)| {
-        scratchpad_set(store.data_mut(), key, value)
-    })?;
+    scratchpad.func_wrap(
+        "set",
+        |mut store: Ctx<'_>, (key, value): (String, String)| {
+            scratchpad_set(store.data_mut(), key, value)
+        },
+    )?;
     scratchpad.func_wrap("remove", |mut store: Ctx<'_>, (key,): (String,)| {
         let state = store.data_mut();
         if let Some(old) = state.scratchpad.remove(&key) {
@@ -85,12 +97,18 @@ fn log(state: &mut PluginState, level: LogLevel, message: &str) -> wasmtime::Res
 }
 
 fn scratchpad_set(state: &mut PluginState, key: String, value: String) -> wasmtime::Result<()> {
-    let freed = state.scratchpad.get(&key).map_or(0, |old| key.len() + old.len());
+    let freed = state
+        .scratchpad
+        .get(&key)
+        .map_or(0, |old| key.len() + old.len());
     let used = state.scratchpad_used - freed + key.len() + value.len();
     if used > state.scratchpad_limit {
         return Err(wasmtime::Error::new(LimitExceeded::new(
             Cause::Limit,
-            format!("scratchpad would hold {used} bytes, past its quota of {} bytes", state.scratchpad_limit),
+            format!(
+                "scratchpad would hold {used} bytes, past its quota of {} bytes",
+                state.scratchpad_limit
+            ),
         )));
     }
     state.scratchpad_used = used;

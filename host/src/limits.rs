@@ -51,7 +51,10 @@ pub(crate) struct LimitExceeded {
 
 impl LimitExceeded {
     pub fn new(cause: Cause, detail: impl Into<String>) -> LimitExceeded {
-        LimitExceeded { cause, detail: detail.into() }
+        LimitExceeded {
+            cause,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -72,7 +75,12 @@ pub(crate) struct Limiter {
 }
 
 impl wasmtime::ResourceLimiter for Limiter {
-    fn memory_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.memory_bytes {
             return Err(wasmtime::Error::new(LimitExceeded::new(
                 Cause::Memory,
@@ -85,7 +93,12 @@ impl wasmtime::ResourceLimiter for Limiter {
         Ok(true)
     }
 
-    fn table_growing(&mut self, current: usize, desired: usize, _max: Option<usize>) -> wasmtime::Result<bool> {
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
         if desired > self.table_elements {
             return Err(wasmtime::Error::new(LimitExceeded::new(
                 Cause::Memory,

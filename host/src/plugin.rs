@@ -13,7 +13,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{Component, ComponentExportIndex, Func, InstancePre, ResourceTable, TypedFunc};
+use wasmtime::component::{
+    Component, ComponentExportIndex, Func, InstancePre, ResourceTable, TypedFunc,
+};
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -59,7 +61,10 @@ pub struct Plugin {
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin").field("name", &self.name).field("subscriptions", &self.subscriptions).finish()
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("subscriptions", &self.subscriptions)
+            .finish()
     }
 }
 
@@ -72,8 +77,15 @@ impl Plugin {
     /// # Errors
     /// [`Error::Read`] when the file cannot be read, otherwise as
     /// [`Plugin::from_bytes`].
-    pub fn from_file(runtime: &Runtime, path: &Path, options: PluginOptions) -> Result<Plugin, Error> {
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "plugin".into());
+    pub fn from_file(
+        runtime: &Runtime,
+        path: &Path,
+        options: PluginOptions,
+    ) -> Result<Plugin, Error> {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".into());
         let bytes = std::fs::read(path).map_err(|source| Error::Read {
             plugin: name.clone(),
             path: path.display().to_string(),
@@ -89,8 +101,17 @@ impl Plugin {
     ///
     /// # Errors
     /// [`Error::Load`] naming the phase that failed.
-    pub fn from_bytes(runtime: &Runtime, name: &str, bytes: &[u8], options: PluginOptions) -> Result<Plugin, Error> {
-        let load_error = |phase, reason: String| Error::Load { plugin: name.to_owned(), phase, reason };
+    pub fn from_bytes(
+        runtime: &Runtime,
+        name: &str,
+        bytes: &[u8],
+        options: PluginOptions,
+    ) -> Result<Plugin, Error> {
+        let load_error = |phase, reason: String| Error::Load {
+            plugin: name.to_owned(),
+            phase,
+            reason,
+        };
         if is_core_module(bytes) {
             return Err(load_error(
                 LoadPhase::Compile,
@@ -99,7 +120,9 @@ impl Plugin {
                     .into(),
             ));
         }
-        let component = runtime.compile(bytes).map_err(|e| load_error(LoadPhase::Compile, format!("{e:#}")))?;
+        let component = runtime
+            .compile(bytes)
+            .map_err(|e| load_error(LoadPhase::Compile, format!("{e:#}")))?;
         let info = describe(&component, runtime, bytes.len());
 
         let pre = runtime.inner.linker.instantiate_pre(&component).map_err(|e| {
@@ -123,7 +146,9 @@ impl Plugin {
         let on_event = export("on-event")?;
         let subscriptions_export = export("subscriptions")?;
 
-        let mut limits = options.limits.unwrap_or_else(|| runtime.config().default_limits.clone());
+        let mut limits = options
+            .limits
+            .unwrap_or_else(|| runtime.config().default_limits.clone());
         limits.memory_bytes = limits.memory_bytes.min(runtime.config().max_memory_bytes);
         let mut plugin = Plugin {
             name: Arc::from(name),
@@ -139,21 +164,42 @@ impl Plugin {
 
         // Start it once: prove it instantiates within its limits, that
         // `on-event` has the contract's type, and ask for its subscriptions.
-        let mut probe = plugin
-            .instantiate("")
-            .map_err(|e| load_error(LoadPhase::Instantiate, format!("{} ({})", e.detail, e.cause)))?;
+        let mut probe = plugin.instantiate("").map_err(|e| {
+            load_error(
+                LoadPhase::Instantiate,
+                format!("{} ({})", e.detail, e.cause),
+            )
+        })?;
         let store = &mut probe.store;
-        let typed = |item: Option<Func>| item.ok_or_else(|| load_error(LoadPhase::World, "missing export".into()));
+        let typed = |item: Option<Func>| {
+            item.ok_or_else(|| load_error(LoadPhase::World, "missing export".into()))
+        };
         typed(probe.instance.get_func(&mut *store, on_event))?
             .typed::<(&HookContext, &StepEvent), (Flow,)>(&*store)
-            .map_err(|e| load_error(LoadPhase::World, format!("`on-event` does not match the contract: {e:#}")))?;
+            .map_err(|e| {
+                load_error(
+                    LoadPhase::World,
+                    format!("`on-event` does not match the contract: {e:#}"),
+                )
+            })?;
         let subscriptions = typed(probe.instance.get_func(&mut *store, subscriptions_export))?
             .typed::<(), (Vec<EventKind>,)>(&*store)
-            .map_err(|e| load_error(LoadPhase::World, format!("`subscriptions` does not match the contract: {e:#}")))?;
+            .map_err(|e| {
+                load_error(
+                    LoadPhase::World,
+                    format!("`subscriptions` does not match the contract: {e:#}"),
+                )
+            })?;
         store.set_epoch_deadline(plugin.deadline_ticks);
         let (kinds,) = subscriptions.call(&mut *store, ()).map_err(|e| {
             let failure = classify(&plugin.name, &plugin.limits, Cause::Trap, e);
-            load_error(LoadPhase::Instantiate, format!("`subscriptions` failed: {} ({})", failure.detail, failure.cause))
+            load_error(
+                LoadPhase::Instantiate,
+                format!(
+                    "`subscriptions` failed: {} ({})",
+                    failure.detail, failure.cause
+                ),
+            )
         })?;
         plugin.subscriptions = kinds.into_iter().collect();
         Ok(plugin)
@@ -183,7 +229,10 @@ impl Plugin {
     /// A fresh instance in a fresh store, for one run.
     pub(crate) fn instantiate(&self, run_id: &str) -> Result<PluginInstance, FailClosed> {
         let state = PluginState {
-            limiter: Limiter { memory_bytes: self.limits.memory_bytes, table_elements: self.limits.table_elements },
+            limiter: Limiter {
+                memory_bytes: self.limits.memory_bytes,
+                table_elements: self.limits.table_elements,
+            },
             config: self.config.clone(),
             run_id: run_id.into(),
             name: self.name.clone(),
@@ -217,7 +266,13 @@ impl Plugin {
         let func = instance
             .instance
             .get_func(&mut *store, self.on_event)
-            .ok_or_else(|| FailClosed::new(&self.name, Cause::Load, "`on-event` is missing from the instance"))?;
+            .ok_or_else(|| {
+                FailClosed::new(
+                    &self.name,
+                    Cause::Load,
+                    "`on-event` is missing from the instance",
+                )
+            })?;
         // SAFETY: `Plugin::from_bytes` type-checked `on-event` of this very
         // component against exactly these parameter and result types.
         let on_event: OnEvent<'_> = unsafe { TypedFunc::new_unchecked(func) };
@@ -238,7 +293,10 @@ impl Plugin {
             Err(_) if output_full => Err(FailClosed::new(
                 &self.name,
                 Cause::Limit,
-                format!("wrote more than {} bytes to stdout or stderr in one run", self.limits.log_bytes_per_run),
+                format!(
+                    "wrote more than {} bytes to stdout or stderr in one run",
+                    self.limits.log_bytes_per_run
+                ),
             )),
             Err(e) => Err(classify(&self.name, &self.limits, Cause::Trap, e)),
         }
@@ -281,7 +339,9 @@ impl PluginState {
     /// Sends what the guest wrote to stdout/stderr since the last call to the
     /// log; returns whether either pipe is full (the guest hit its log limit).
     fn drain_output(&mut self) -> bool {
-        let Some(wasi) = self.wasi.as_deref_mut() else { return false };
+        let Some(wasi) = self.wasi.as_deref_mut() else {
+            return false;
+        };
         let mut full = false;
         for (i, pipe) in [&wasi.stdout, &wasi.stderr].into_iter().enumerate() {
             let contents = pipe.contents();
@@ -314,17 +374,34 @@ impl WasiView for PluginState {
                 .allow_udp(false)
                 .allow_ip_name_lookup(false)
                 .build();
-            Box::new(WasiState { ctx, table: ResourceTable::new(), stdout, stderr, logged: [0, 0] })
+            Box::new(WasiState {
+                ctx,
+                table: ResourceTable::new(),
+                stdout,
+                stderr,
+                logged: [0, 0],
+            })
         });
-        WasiCtxView { ctx: &mut wasi.ctx, table: &mut wasi.table }
+        WasiCtxView {
+            ctx: &mut wasi.ctx,
+            table: &mut wasi.table,
+        }
     }
 }
 
 /// Turns a wasmtime failure into a typed diagnostic. Typed errors first
 /// (our limits, wasmtime traps); what is left is a value the canonical ABI
 /// could not lift, or (at instantiation) a link or pool failure.
-pub(crate) fn classify(plugin: &Arc<str>, limits: &Limits, fallback: Cause, error: wasmtime::Error) -> FailClosed {
-    if let Some(limit) = error.chain().find_map(|e| e.downcast_ref::<LimitExceeded>()) {
+pub(crate) fn classify(
+    plugin: &Arc<str>,
+    limits: &Limits,
+    fallback: Cause,
+    error: wasmtime::Error,
+) -> FailClosed {
+    if let Some(limit) = error
+        .chain()
+        .find_map(|e| e.downcast_ref::<LimitExceeded>())
+    {
         return FailClosed::new(plugin, limit.cause, limit.detail.clone());
     }
     if let Some(trap) = error.chain().find_map(|e| e.downcast_ref::<Trap>()) {
@@ -334,7 +411,9 @@ pub(crate) fn classify(plugin: &Arc<str>, limits: &Limits, fallback: Cause, erro
                 Cause::Deadline,
                 format!("still running after its deadline of {:?}", limits.deadline),
             ),
-            Trap::StackOverflow => FailClosed::new(plugin, Cause::Stack, "exhausted its wasm stack"),
+            Trap::StackOverflow => {
+                FailClosed::new(plugin, Cause::Stack, "exhausted its wasm stack")
+            }
             other => FailClosed::new(plugin, Cause::Trap, format!("trapped: {other}")),
         };
     }
@@ -345,11 +424,18 @@ pub(crate) fn classify(plugin: &Arc<str>, limits: &Limits, fallback: Cause, erro
         return FailClosed::new(
             plugin,
             Cause::Oversized,
-            format!("made the host copy more than {} bytes in one call", limits.answer_bytes),
+            format!(
+                "made the host copy more than {} bytes in one call",
+                limits.answer_bytes
+            ),
         );
     }
     if message.contains("concurrent") && message.contains("limit") {
-        return FailClosed::new(plugin, Cause::Limit, format!("no instance slot is free: {message}"));
+        return FailClosed::new(
+            plugin,
+            Cause::Limit,
+            format!("no instance slot is free: {message}"),
+        );
     }
     FailClosed::new(plugin, fallback, message)
 }
@@ -363,7 +449,10 @@ fn is_core_module(bytes: &[u8]) -> bool {
 fn describe(component: &Component, runtime: &Runtime, size_bytes: usize) -> PluginInfo {
     let ty = component.component_type();
     let engine = runtime.engine();
-    let imports: Vec<String> = ty.imports(engine).map(|(name, _)| name.to_owned()).collect();
+    let imports: Vec<String> = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
     let exports = ty
         .exports(engine)
         .map(|(name, item)| match item.ty {
@@ -372,9 +461,18 @@ fn describe(component: &Component, runtime: &Runtime, size_bytes: usize) -> Plug
         })
         .collect();
     let uses_wasi = imports.iter().any(|name| name.starts_with("wasi:"));
-    PluginInfo { size_bytes, imports, exports, uses_wasi }
+    PluginInfo {
+        size_bytes,
+        imports,
+        exports,
+        uses_wasi,
+    }
 }
 
 fn list_or_none(items: &[String]) -> String {
-    if items.is_empty() { "none".into() } else { items.join(", ") }
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
 }

@@ -64,7 +64,10 @@ impl EventKind {
 
 /// The names of the flows `kind` honours, in WIT order.
 pub fn flows_honoured_by(kind: EventKind) -> impl Iterator<Item = &'static str> {
-    every_flow().into_iter().filter(move |flow| kind.honours(flow)).map(|flow| flow.name())
+    every_flow()
+        .into_iter()
+        .filter(move |flow| kind.honours(flow))
+        .map(|flow| flow.name())
 }
 
 /// One flow of each case, with empty payloads.
@@ -93,7 +96,10 @@ mod tests {
 
     #[test]
     fn completion_call_honours_continue_patch_request_terminate() {
-        assert_eq!(honoured(E::CompletionCall), ["continue", "terminate", "patch-request"]);
+        assert_eq!(
+            honoured(E::CompletionCall),
+            ["continue", "terminate", "patch-request"]
+        );
     }
 
     #[test]
@@ -108,18 +114,27 @@ mod tests {
 
     #[test]
     fn invalid_tool_call_honours_fail_retry_repair_skip_terminate_and_defaults_to_fail() {
-        assert_eq!(honoured(E::InvalidToolCall), ["continue", "terminate", "skip", "fail", "retry", "repair"]);
+        assert_eq!(
+            honoured(E::InvalidToolCall),
+            ["continue", "terminate", "skip", "fail", "retry", "repair"]
+        );
         assert_eq!(E::InvalidToolCall.default_flow(), Flow::Fail);
     }
 
     #[test]
     fn tool_call_honours_continue_rewrite_args_skip_terminate() {
-        assert_eq!(honoured(E::ToolCall), ["continue", "terminate", "skip", "rewrite-args"]);
+        assert_eq!(
+            honoured(E::ToolCall),
+            ["continue", "terminate", "skip", "rewrite-args"]
+        );
     }
 
     #[test]
     fn tool_result_honours_continue_rewrite_result_terminate() {
-        assert_eq!(honoured(E::ToolResult), ["continue", "terminate", "rewrite-result"]);
+        assert_eq!(
+            honoured(E::ToolResult),
+            ["continue", "terminate", "rewrite-result"]
+        );
     }
 
     #[test]

@@ -55,7 +55,10 @@ pub fn hook_fn<F>(name: impl Into<String>, f: F) -> FnHook<F>
 where
     F: Fn(&HookContext, &StepEvent) -> Flow + Send + Sync,
 {
-    FnHook { name: name.into(), f }
+    FnHook {
+        name: name.into(),
+        f,
+    }
 }
 
 impl<F> Hook for FnHook<F>
@@ -87,7 +90,11 @@ pub struct Decision {
 
 impl Decision {
     fn of(flow: Flow) -> Decision {
-        Decision { flow, plugin: None, rewritten: None }
+        Decision {
+            flow,
+            plugin: None,
+            rewritten: None,
+        }
     }
 
     /// Whether the run is over after this decision (terminate, or fail).
@@ -105,7 +112,10 @@ enum Entry {
     Plugin(Arc<Plugin>),
     Stack(Arc<HookStack>),
     /// A required plugin that could not be loaded: every run fails closed.
-    Unloadable { name: Arc<str>, reason: String },
+    Unloadable {
+        name: Arc<str>,
+        reason: String,
+    },
 }
 
 /// Hooks in registration order. Cheap to clone; shared by every run.
@@ -143,7 +153,10 @@ impl HookStack {
     /// of this stack fails closed at its first event, naming it.
     pub fn push_unloadable(&mut self, name: &str, reason: impl Into<String>) -> &mut Self {
         self.subscriptions = EventKinds::ALL;
-        self.entries.push(Entry::Unloadable { name: Arc::from(name), reason: reason.into() });
+        self.entries.push(Entry::Unloadable {
+            name: Arc::from(name),
+            reason: reason.into(),
+        });
         self
     }
 
@@ -163,17 +176,33 @@ impl HookStack {
     /// Starts a run: per-run state for every hook; WASM plugins are
     /// instantiated lazily, on the first event they subscribed to.
     pub fn start_run(&self, run_id: impl Into<String>) -> Run {
-        Run { run_id: run_id.into(), slots: self.slots(), ended: None }
+        Run {
+            run_id: run_id.into(),
+            slots: self.slots(),
+            ended: None,
+        }
     }
 
     fn slots(&self) -> Vec<Slot> {
         self.entries
             .iter()
             .map(|entry| match entry {
-                Entry::Native(hook) => Slot::Native { name: Arc::from(hook.name()), hook: hook.clone() },
-                Entry::Plugin(plugin) => Slot::Plugin { plugin: plugin.clone(), instance: Instance::NotStarted },
-                Entry::Stack(stack) => Slot::Stack { slots: stack.slots(), subscriptions: stack.subscriptions },
-                Entry::Unloadable { name, reason } => Slot::Unloadable { name: name.clone(), reason: reason.clone() },
+                Entry::Native(hook) => Slot::Native {
+                    name: Arc::from(hook.name()),
+                    hook: hook.clone(),
+                },
+                Entry::Plugin(plugin) => Slot::Plugin {
+                    plugin: plugin.clone(),
+                    instance: Instance::NotStarted,
+                },
+                Entry::Stack(stack) => Slot::Stack {
+                    slots: stack.slots(),
+                    subscriptions: stack.subscriptions,
+                },
+                Entry::Unloadable { name, reason } => Slot::Unloadable {
+                    name: name.clone(),
+                    reason: reason.clone(),
+                },
             })
             .collect()
     }
@@ -187,10 +216,22 @@ pub struct Run {
 }
 
 enum Slot {
-    Native { name: Arc<str>, hook: Arc<dyn Hook> },
-    Plugin { plugin: Arc<Plugin>, instance: Instance },
-    Stack { slots: Vec<Slot>, subscriptions: EventKinds },
-    Unloadable { name: Arc<str>, reason: String },
+    Native {
+        name: Arc<str>,
+        hook: Arc<dyn Hook>,
+    },
+    Plugin {
+        plugin: Arc<Plugin>,
+        instance: Instance,
+    },
+    Stack {
+        slots: Vec<Slot>,
+        subscriptions: EventKinds,
+    },
+    Unloadable {
+        name: Arc<str>,
+        reason: String,
+    },
 }
 
 enum Instance {
@@ -207,7 +248,12 @@ impl Run {
 
     /// A context for this run at `turn`.
     pub fn context(&self, turn: u32) -> HookContext {
-        HookContext { run_id: self.run_id.clone(), turn, is_streaming: false, agent_name: None }
+        HookContext {
+            run_id: self.run_id.clone(),
+            turn,
+            is_streaming: false,
+            agent_name: None,
+        }
     }
 
     /// Whether a terminate, a fail or a fail-closed ended the run.
@@ -256,7 +302,12 @@ fn compose(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: Event
     }
 }
 
-fn accumulate(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKind) -> Outcome {
+fn accumulate(
+    slots: &mut [Slot],
+    ctx: &HookContext,
+    event: &StepEvent,
+    kind: EventKind,
+) -> Outcome {
     let mut merged: Option<(RequestPatch, Arc<str>)> = None;
     for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
         let decision = slot.decide(ctx, event, kind)?;
@@ -283,7 +334,11 @@ fn accumulate(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: Ev
         }
     }
     Ok(match merged {
-        Some((patch, plugin)) => Decision { flow: Flow::PatchRequest(patch), plugin: Some(plugin), rewritten: None },
+        Some((patch, plugin)) => Decision {
+            flow: Flow::PatchRequest(patch),
+            plugin: Some(plugin),
+            rewritten: None,
+        },
         None => Decision::of(Flow::Continue),
     })
 }
@@ -307,13 +362,21 @@ fn chain(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKi
                 rewrite = Some((text, decision.plugin));
             }
             flow => {
-                return Ok(Decision { flow, plugin: decision.plugin, rewritten: rewrite.map(|(text, _)| text) });
+                return Ok(Decision {
+                    flow,
+                    plugin: decision.plugin,
+                    rewritten: rewrite.map(|(text, _)| text),
+                });
             }
         }
     }
     Ok(match rewrite {
         Some((text, plugin)) => Decision {
-            flow: if kind == EventKind::ToolCall { Flow::RewriteArgs(text) } else { Flow::RewriteResult(text) },
+            flow: if kind == EventKind::ToolCall {
+                Flow::RewriteArgs(text)
+            } else {
+                Flow::RewriteResult(text)
+            },
             plugin,
             rewritten: None,
         },
@@ -338,7 +401,11 @@ impl Slot {
                 let live = match instance {
                     Instance::Live(live) => live,
                     Instance::Dead => {
-                        return Err(FailClosed::new(plugin.name_arc(), Cause::Trap, "failed earlier in this run"));
+                        return Err(FailClosed::new(
+                            plugin.name_arc(),
+                            Cause::Trap,
+                            "failed earlier in this run",
+                        ));
                     }
                     Instance::NotStarted => match plugin.instantiate(&ctx.run_id) {
                         Ok(live) => instance.insert_live(live),
@@ -357,9 +424,11 @@ impl Slot {
                 }
             }
             Slot::Stack { slots, .. } => compose(slots, ctx, event, kind),
-            Slot::Unloadable { name, reason } => {
-                Err(FailClosed::new(name, Cause::Load, format!("required plugin could not be loaded: {reason}")))
-            }
+            Slot::Unloadable { name, reason } => Err(FailClosed::new(
+                name,
+                Cause::Load,
+                format!("required plugin could not be loaded: {reason}"),
+            )),
         }
     }
 }
@@ -382,14 +451,25 @@ fn checked(plugin: &Arc<str>, kind: EventKind, flow: Flow) -> Outcome {
         return Err(FailClosed::new(
             plugin,
             Cause::UnsupportedFlow,
-            format!("answered `{}` to a `{kind}` event, which honours only {}", flow.name(), honoured.join(", ")),
+            format!(
+                "answered `{}` to a `{kind}` event, which honours only {}",
+                flow.name(),
+                honoured.join(", ")
+            ),
         ));
     }
     match &flow {
         Flow::RewriteArgs(args) if !is_json(args) => {
-            return Err(FailClosed::new(plugin, Cause::InvalidJson, "rewrite-args is not valid JSON"));
+            return Err(FailClosed::new(
+                plugin,
+                Cause::InvalidJson,
+                "rewrite-args is not valid JSON",
+            ));
         }
-        Flow::PatchRequest(RequestPatch { additional_params: Some(params), .. }) if !is_json_object(params) => {
+        Flow::PatchRequest(RequestPatch {
+            additional_params: Some(params),
+            ..
+        }) if !is_json_object(params) => {
             return Err(FailClosed::new(
                 plugin,
                 Cause::InvalidJson,
@@ -398,7 +478,11 @@ fn checked(plugin: &Arc<str>, kind: EventKind, flow: Flow) -> Outcome {
         }
         _ => {}
     }
-    Ok(Decision { flow, plugin: Some(plugin.clone()), rewritten: None })
+    Ok(Decision {
+        flow,
+        plugin: Some(plugin.clone()),
+        rewritten: None,
+    })
 }
 
 #[cfg(test)]
@@ -406,7 +490,9 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::event::{CompletionCall, InvalidToolCall, TextDelta, ToolCall, ToolOutcome, ToolResult};
+    use crate::event::{
+        CompletionCall, InvalidToolCall, TextDelta, ToolCall, ToolOutcome, ToolResult,
+    };
     use crate::flow::Document;
 
     /// A hook that answers with `answer(event)` and records what it saw.
@@ -434,13 +520,20 @@ mod tests {
         answer: impl Fn(&StepEvent) -> Flow + Send + Sync + 'static,
     ) -> Seen {
         let seen = Seen::default();
-        stack.push_hook(Fake { name, answer, seen: seen.clone() });
+        stack.push_hook(Fake {
+            name,
+            answer,
+            seen: seen.clone(),
+        });
         seen
     }
 
     fn answers(flows: Vec<(&'static str, Flow)>) -> (HookStack, Vec<Seen>) {
         let mut stack = HookStack::new();
-        let seen = flows.into_iter().map(|(name, flow)| fake(&mut stack, name, move |_| flow.clone())).collect();
+        let seen = flows
+            .into_iter()
+            .map(|(name, flow)| fake(&mut stack, name, move |_| flow.clone()))
+            .collect();
         (stack, seen)
     }
 
@@ -450,7 +543,11 @@ mod tests {
     }
 
     fn call(args: &str) -> StepEvent {
-        StepEvent::ToolCall(ToolCall { tool_name: "t".into(), args: args.into(), ..Default::default() })
+        StepEvent::ToolCall(ToolCall {
+            tool_name: "t".into(),
+            args: args.into(),
+            ..Default::default()
+        })
     }
 
     fn result(text: &str) -> StepEvent {
@@ -468,11 +565,18 @@ mod tests {
     }
 
     fn completion() -> StepEvent {
-        StepEvent::CompletionCall(CompletionCall { prompt: "p".into(), history: vec![], turn: 1 })
+        StepEvent::CompletionCall(CompletionCall {
+            prompt: "p".into(),
+            history: vec![],
+            turn: 1,
+        })
     }
 
     fn invalid() -> StepEvent {
-        StepEvent::InvalidToolCall(InvalidToolCall { tool_name: "shel".into(), ..Default::default() })
+        StepEvent::InvalidToolCall(InvalidToolCall {
+            tool_name: "shel".into(),
+            ..Default::default()
+        })
     }
 
     fn patch(f: impl FnOnce(&mut RequestPatch)) -> Flow {
@@ -482,7 +586,10 @@ mod tests {
     }
 
     fn doc(id: &str) -> Document {
-        Document { id: id.into(), text: id.into() }
+        Document {
+            id: id.into(),
+            text: id.into(),
+        }
     }
 
     fn asked(seen: &Seen) -> usize {
@@ -497,7 +604,10 @@ mod tests {
             ("c", patch(|p| p.extra_context = Some(vec![doc("c")]))),
         ]);
         let decision = dispatch(&stack, &completion()).unwrap();
-        assert_eq!(decision.flow, patch(|p| p.extra_context = Some(vec![doc("a"), doc("c")])));
+        assert_eq!(
+            decision.flow,
+            patch(|p| p.extra_context = Some(vec![doc("a"), doc("c")]))
+        );
         assert_eq!(decision.plugin.as_deref(), Some("a+c"));
         assert!(seen.iter().all(|s| asked(s) == 1));
     }
@@ -508,7 +618,10 @@ mod tests {
             ("a", patch(|p| p.temperature = Some(0.9))),
             ("b", patch(|p| p.temperature = Some(0.1))),
         ]);
-        assert_eq!(dispatch(&stack, &completion()).unwrap().flow, patch(|p| p.temperature = Some(0.1)));
+        assert_eq!(
+            dispatch(&stack, &completion()).unwrap().flow,
+            patch(|p| p.temperature = Some(0.1))
+        );
     }
 
     #[test]
@@ -527,7 +640,10 @@ mod tests {
     #[test]
     fn completion_call_with_only_continues_is_continue() {
         let (stack, _) = answers(vec![("a", Flow::Continue), ("b", Flow::Continue)]);
-        assert_eq!(dispatch(&stack, &completion()).unwrap().flow, Flow::Continue);
+        assert_eq!(
+            dispatch(&stack, &completion()).unwrap().flow,
+            Flow::Continue
+        );
     }
 
     #[test]
@@ -539,7 +655,11 @@ mod tests {
         let decision = dispatch(&stack, &call("{}")).unwrap();
         assert_eq!(decision.flow, Flow::rewrite_args(r#"{"n":2}"#));
         assert_eq!(decision.plugin.as_deref(), Some("c"));
-        assert_eq!(seen_b.lock().unwrap()[0], call(r#"{"n":1}"#), "b saw a's rewrite");
+        assert_eq!(
+            seen_b.lock().unwrap()[0],
+            call(r#"{"n":1}"#),
+            "b saw a's rewrite"
+        );
     }
 
     #[test]
@@ -558,9 +678,15 @@ mod tests {
 
     #[test]
     fn tool_call_terminate_ends_the_chain_and_keeps_the_earlier_rewrite() {
-        let (stack, _) = answers(vec![("a", Flow::rewrite_args("[1]")), ("b", Flow::terminate("budget"))]);
+        let (stack, _) = answers(vec![
+            ("a", Flow::rewrite_args("[1]")),
+            ("b", Flow::terminate("budget")),
+        ]);
         let decision = dispatch(&stack, &call("{}")).unwrap();
-        assert_eq!((decision.flow, decision.rewritten.as_deref()), (Flow::terminate("budget"), Some("[1]")));
+        assert_eq!(
+            (decision.flow, decision.rewritten.as_deref()),
+            (Flow::terminate("budget"), Some("[1]"))
+        );
     }
 
     #[test]
@@ -573,10 +699,17 @@ mod tests {
         });
         let decision = dispatch(&stack, &result("secret")).unwrap();
         assert_eq!(decision.flow, Flow::rewrite_result("[redacted]!"));
-        let StepEvent::ToolResult(second) = &seen.lock().unwrap()[0] else { unreachable!() };
-        let StepEvent::ToolResult(original) = result("secret") else { unreachable!() };
+        let StepEvent::ToolResult(second) = &seen.lock().unwrap()[0] else {
+            unreachable!()
+        };
+        let StepEvent::ToolResult(original) = result("secret") else {
+            unreachable!()
+        };
         assert_eq!(second.result, "[redacted]");
-        assert_eq!((&second.outcome, &second.extensions), (&original.outcome, &original.extensions));
+        assert_eq!(
+            (&second.outcome, &second.extensions),
+            (&original.outcome, &original.extensions)
+        );
     }
 
     #[test]
@@ -586,16 +719,25 @@ mod tests {
             ("b", Flow::terminate("first")),
             ("c", Flow::terminate("second")),
         ]);
-        let event = StepEvent::TextDelta(TextDelta { delta: "d".into(), aggregated: "d".into() });
+        let event = StepEvent::TextDelta(TextDelta {
+            delta: "d".into(),
+            aggregated: "d".into(),
+        });
         let decision = dispatch(&stack, &event).unwrap();
-        assert_eq!((decision.flow, decision.plugin.as_deref()), (Flow::terminate("first"), Some("b")));
+        assert_eq!(
+            (decision.flow, decision.plugin.as_deref()),
+            (Flow::terminate("first"), Some("b"))
+        );
         assert_eq!(asked(&seen[2]), 0);
     }
 
     #[test]
     fn invalid_tool_call_continue_passes_to_the_next_hook() {
         let (stack, _) = answers(vec![("a", Flow::Continue), ("b", Flow::repair("shell"))]);
-        assert_eq!(dispatch(&stack, &invalid()).unwrap().flow, Flow::repair("shell"));
+        assert_eq!(
+            dispatch(&stack, &invalid()).unwrap().flow,
+            Flow::repair("shell")
+        );
     }
 
     #[test]
@@ -605,14 +747,24 @@ mod tests {
         let decision = run.dispatch(&run.context(1), &invalid()).unwrap();
         assert_eq!((decision.flow, decision.plugin), (Flow::Fail, None));
         assert!(run.is_over());
-        assert_eq!(HookStack::new().start_run("r").dispatch(&HookContext::default(), &invalid()).unwrap().flow, Flow::Fail);
+        assert_eq!(
+            HookStack::new()
+                .start_run("r")
+                .dispatch(&HookContext::default(), &invalid())
+                .unwrap()
+                .flow,
+            Flow::Fail
+        );
     }
 
     #[test]
     fn a_stack_of_continue_only_hooks_continues() {
         let (stack, _) = answers(vec![("a", Flow::Continue), ("b", Flow::Continue)]);
         for event in [completion(), call("{}"), result("r")] {
-            assert_eq!(dispatch(&stack, &event).unwrap(), Decision::of(Flow::Continue));
+            assert_eq!(
+                dispatch(&stack, &event).unwrap(),
+                Decision::of(Flow::Continue)
+            );
         }
     }
 
@@ -635,7 +787,10 @@ mod tests {
     fn nesting_a_stack_inside_a_stack_changes_nothing() {
         let flows = || {
             vec![
-                ("a", patch(|p| p.active_tools = Some(vec!["x".into(), "y".into()]))),
+                (
+                    "a",
+                    patch(|p| p.active_tools = Some(vec!["x".into(), "y".into()])),
+                ),
                 ("b", Flow::rewrite_args(r#"{"b":1}"#)),
                 ("c", patch(|p| p.active_tools = Some(vec!["y".into()]))),
             ]
@@ -655,11 +810,17 @@ mod tests {
 
     #[test]
     fn a_nested_stack_keeps_its_rewrite_before_a_skip() {
-        let (inner, _) = answers(vec![("jail", Flow::rewrite_args("[2]")), ("deny", Flow::skip("no"))]);
+        let (inner, _) = answers(vec![
+            ("jail", Flow::rewrite_args("[2]")),
+            ("deny", Flow::skip("no")),
+        ]);
         let mut outer = HookStack::new();
         outer.push_stack(inner);
         let decision = dispatch(&outer, &call("{}")).unwrap();
-        assert_eq!((decision.flow, decision.rewritten.as_deref()), (Flow::skip("no"), Some("[2]")));
+        assert_eq!(
+            (decision.flow, decision.rewritten.as_deref()),
+            (Flow::skip("no"), Some("[2]"))
+        );
     }
 
     #[test]
@@ -668,7 +829,10 @@ mod tests {
         let mut outer = HookStack::new();
         outer.push_stack(inner);
         fake(&mut outer, "repair", |_| Flow::repair("shell"));
-        assert_eq!(dispatch(&outer, &invalid()).unwrap().flow, Flow::repair("shell"));
+        assert_eq!(
+            dispatch(&outer, &invalid()).unwrap().flow,
+            Flow::repair("shell")
+        );
     }
 
     #[test]
@@ -689,9 +853,15 @@ mod tests {
         let seen = Seen::default();
         let mut stack = HookStack::new();
         stack.push_hook(OnlyToolCalls(seen.clone()));
-        assert_eq!(dispatch(&stack, &completion()).unwrap().flow, Flow::Continue);
+        assert_eq!(
+            dispatch(&stack, &completion()).unwrap().flow,
+            Flow::Continue
+        );
         assert_eq!(asked(&seen), 0);
-        assert_eq!(dispatch(&stack, &call("{}")).unwrap().flow, Flow::terminate("asked"));
+        assert_eq!(
+            dispatch(&stack, &call("{}")).unwrap().flow,
+            Flow::terminate("asked")
+        );
     }
 
     #[test]
@@ -719,7 +889,10 @@ mod tests {
                 match dispatch(&stack, event) {
                     Err(failure) => {
                         assert!(!honoured, "{} refused on {}", flow.name(), event.kind());
-                        assert_eq!((&*failure.plugin, failure.cause), ("guard", Cause::UnsupportedFlow));
+                        assert_eq!(
+                            (&*failure.plugin, failure.cause),
+                            ("guard", Cause::UnsupportedFlow)
+                        );
                         refused += 1;
                     }
                     Ok(_) => assert!(honoured, "{} accepted on {}", flow.name(), event.kind()),
@@ -733,13 +906,22 @@ mod tests {
     fn a_rewrite_args_that_is_not_json_fails_closed() {
         let (stack, _) = answers(vec![("bad", Flow::rewrite_args("{not json"))]);
         let failure = dispatch(&stack, &call("{}")).unwrap_err();
-        assert_eq!((&*failure.plugin, failure.cause), ("bad", Cause::InvalidJson));
+        assert_eq!(
+            (&*failure.plugin, failure.cause),
+            ("bad", Cause::InvalidJson)
+        );
     }
 
     #[test]
     fn additional_params_that_are_not_a_json_object_fail_closed() {
-        let (stack, _) = answers(vec![("bad", patch(|p| p.additional_params = Some("[1]".into())))]);
-        assert_eq!(dispatch(&stack, &completion()).unwrap_err().cause, Cause::InvalidJson);
+        let (stack, _) = answers(vec![(
+            "bad",
+            patch(|p| p.additional_params = Some("[1]".into())),
+        )]);
+        assert_eq!(
+            dispatch(&stack, &completion()).unwrap_err().cause,
+            Cause::InvalidJson
+        );
     }
 
     #[test]
@@ -758,7 +940,10 @@ mod tests {
         let mut stack = HookStack::new();
         stack.push_unloadable("broken", "corrupt file");
         for run in 0..2 {
-            let failure = stack.start_run(format!("r{run}")).dispatch(&HookContext::default(), &call("{}")).unwrap_err();
+            let failure = stack
+                .start_run(format!("r{run}"))
+                .dispatch(&HookContext::default(), &call("{}"))
+                .unwrap_err();
             assert_eq!((&*failure.plugin, failure.cause), ("broken", Cause::Load));
         }
     }

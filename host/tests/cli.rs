@@ -15,7 +15,12 @@ fn hookbox(args: &[&str], stdin: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .expect("hookbox runs");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
@@ -28,7 +33,10 @@ fn stderr(output: &Output) -> String {
 }
 
 fn lines(output: &Output) -> Vec<Value> {
-    stdout(output).lines().map(|l| serde_json::from_str(l).expect("each output line is JSON")).collect()
+    stdout(output)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each output line is JSON"))
+        .collect()
 }
 
 fn scratch(name: &str, bytes: &[u8]) -> std::path::PathBuf {
@@ -45,7 +53,10 @@ fn check_prints_a_plugins_subscriptions_and_imports() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("subscriptions: tool-call"), "{text}");
-    assert!(text.contains("imports:       hookbox:hook/config@0.1.0"), "{text}");
+    assert!(
+        text.contains("imports:       hookbox:hook/config@0.1.0"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -92,9 +103,29 @@ fn replay_names_the_line_of_a_bad_event_and_runs_nothing() {
 #[test]
 fn replay_config_reaches_the_plugin() {
     let event = r#"{"event":"tool-call","tool_name":"write_file","args":"{}"}"#;
-    let out = hookbox(&["replay", "--plugin", guests::DENY_TOOLS, "--config", "deny-tools.allow=read_file", "-"], event);
+    let out = hookbox(
+        &[
+            "replay",
+            "--plugin",
+            guests::DENY_TOOLS,
+            "--config",
+            "deny-tools.allow=read_file",
+            "-",
+        ],
+        event,
+    );
     assert_eq!(lines(&out)[0]["flow"], "skip", "{}", stderr(&out));
-    let out = hookbox(&["replay", "--plugin", guests::DENY_TOOLS, "--config", "nobody.x=1", "-"], event);
+    let out = hookbox(
+        &[
+            "replay",
+            "--plugin",
+            guests::DENY_TOOLS,
+            "--config",
+            "nobody.x=1",
+            "-",
+        ],
+        event,
+    );
     assert!(stderr(&out).contains("`nobody`"), "{}", stderr(&out));
 }
 
@@ -103,17 +134,29 @@ fn replay_config_reaches_the_plugin() {
 /// the second run shows the process is still healthy.
 #[test]
 fn misbehaving_guests_end_a_replay_fail_closed_and_the_next_run_is_healthy() {
-    for (command, cause) in [("loop", "deadline"), ("grow", "memory"), ("recurse", "stack"), ("panic", "trap")] {
+    for (command, cause) in [
+        ("loop", "deadline"),
+        ("grow", "memory"),
+        ("recurse", "stack"),
+        ("panic", "trap"),
+    ] {
         let events = format!(
             "{{\"event\":\"tool-call\",\"tool_name\":\"puppet:flow:skip:fine\",\"args\":\"{{}}\"}}\n\
              {{\"event\":\"tool-call\",\"tool_name\":\"puppet:{command}\",\"args\":\"{{}}\"}}\n\
              {{\"event\":\"tool-call\",\"tool_name\":\"never-reached\",\"args\":\"{{}}\"}}\n"
         );
         let started = std::time::Instant::now();
-        let out = hookbox(&["replay", "--plugin", guests::PUPPET, "--runs", "2", "-"], &events);
+        let out = hookbox(
+            &["replay", "--plugin", guests::PUPPET, "--runs", "2", "-"],
+            &events,
+        );
         assert!(out.status.success(), "{}", stderr(&out));
         let lines = lines(&out);
-        assert_eq!(lines.len(), 4, "two lines per run: the run stops at the terminate");
+        assert_eq!(
+            lines.len(),
+            4,
+            "two lines per run: the run stops at the terminate"
+        );
         for run in [&lines[0..2], &lines[2..4]] {
             assert_eq!(run[0]["flow"], "skip");
             assert_eq!(run[1]["flow"], "terminate");
@@ -121,14 +164,21 @@ fn misbehaving_guests_end_a_replay_fail_closed_and_the_next_run_is_healthy() {
             assert_eq!(run[1]["fail_closed"]["cause"], cause, "{command}");
         }
         // Generous: the budget is 100 ms per call; this only catches a hang.
-        assert!(started.elapsed().as_secs() < 20, "{command} took {:?}", started.elapsed());
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "{command} took {:?}",
+            started.elapsed()
+        );
     }
 }
 
 #[test]
 fn a_plugin_that_cannot_load_fails_every_run_closed() {
     let corrupt = scratch("broken.wasm", b"\0asm\x0d\0\x01\0junk");
-    let out = hookbox(&["replay", "--plugin", corrupt.to_str().unwrap(), "-"], r#"{"event":"text-delta","delta":"hi"}"#);
+    let out = hookbox(
+        &["replay", "--plugin", corrupt.to_str().unwrap(), "-"],
+        r#"{"event":"text-delta","delta":"hi"}"#,
+    );
     let lines = lines(&out);
     assert_eq!(lines[0]["fail_closed"]["cause"], "load");
     assert_eq!(lines[0]["fail_closed"]["plugin"], "broken");

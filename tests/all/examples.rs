@@ -13,50 +13,86 @@ fn example(path: &str, config: &[(&str, &str)]) -> HookStack {
 #[test]
 fn deny_tools_denies_by_name_by_allow_list_and_by_argument_pattern() {
     let by_name = example(guests::DENY_TOOLS, &[("deny", "shell, net_*")]);
-    assert!(matches!(decided(once(&by_name, &tool_call("net_fetch", "{}"))).flow, Flow::Skip(r) if r.contains("deny-list")));
-    assert_eq!(decided(once(&by_name, &tool_call("read_file", "{}"))).flow, Flow::Continue);
+    assert!(
+        matches!(decided(once(&by_name, &tool_call("net_fetch", "{}"))).flow, Flow::Skip(r) if r.contains("deny-list"))
+    );
+    assert_eq!(
+        decided(once(&by_name, &tool_call("read_file", "{}"))).flow,
+        Flow::Continue
+    );
 
     let allow = example(guests::DENY_TOOLS, &[("allow", "read_file,list_dir")]);
-    assert!(matches!(decided(once(&allow, &tool_call("write_file", "{}"))).flow, Flow::Skip(r) if r.contains("allow-list")));
+    assert!(
+        matches!(decided(once(&allow, &tool_call("write_file", "{}"))).flow, Flow::Skip(r) if r.contains("allow-list"))
+    );
 
     let defaults = example(guests::DENY_TOOLS, &[]);
-    let skip = decided(once(&defaults, &tool_call("shell", r#"{"cmd":"sudo rm -rf /"}"#))).flow;
+    let skip = decided(once(
+        &defaults,
+        &tool_call("shell", r#"{"cmd":"sudo rm -rf /"}"#),
+    ))
+    .flow;
     assert_eq!(
         skip,
-        Flow::skip("Not executed: the `shell` call was denied by policy because its arguments match the denied pattern `*rm -rf*`. Do not retry it.")
+        Flow::skip(
+            "Not executed: the `shell` call was denied by policy because its arguments match the denied pattern `*rm -rf*`. Do not retry it."
+        )
     );
-    assert_eq!(decided(once(&defaults, &tool_call("shell", r#"{"cmd":"ls"}"#))).flow, Flow::Continue);
+    assert_eq!(
+        decided(once(&defaults, &tool_call("shell", r#"{"cmd":"ls"}"#))).flow,
+        Flow::Continue
+    );
 }
 
 #[test]
 fn redact_secrets_redacts_credentials_keys_and_emails_from_results() {
     let stack = example(guests::REDACT_SECRETS, &[]);
     let text = "user=bob\nexport AWS_SECRET=abc\nx-api-key: 123\nmax_tokens: 1024\ntoken ghp_0123456789abcdef and mail bob@corp.example.\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nbye";
-    let Flow::RewriteResult(redacted) = decided(once(&stack, &tool_result("read_file", text))).flow else {
+    let Flow::RewriteResult(redacted) = decided(once(&stack, &tool_result("read_file", text))).flow
+    else {
         panic!("expected a rewrite")
     };
     assert_eq!(
         redacted,
         "user=bob\nexport AWS_SECRET=[REDACTED]\nx-api-key:[REDACTED]\nmax_tokens: 1024\ntoken [REDACTED] and mail [REDACTED EMAIL]\n[REDACTED PRIVATE KEY]\nbye"
     );
-    assert_eq!(decided(once(&stack, &tool_result("read_file", "nothing to hide"))).flow, Flow::Continue);
+    assert_eq!(
+        decided(once(&stack, &tool_result("read_file", "nothing to hide"))).flow,
+        Flow::Continue
+    );
 }
 
 #[test]
 fn path_jail_keeps_every_path_inside_the_root() {
-    let stack = example(guests::PATH_JAIL, &[("root", "/srv/ws"), ("fields", "path,dest")]);
+    let stack = example(
+        guests::PATH_JAIL,
+        &[("root", "/srv/ws"), ("fields", "path,dest")],
+    );
     let cases = [
-        (r#"{"path":"../../etc/passwd"}"#, Some(r#"{"path":"/srv/ws/etc/passwd"}"#)),
-        (r#"{"path":"/etc/hosts","dest":"a/../../b"}"#, Some(r#"{"dest":"/srv/ws/b","path":"/srv/ws/etc/hosts"}"#)),
+        (
+            r#"{"path":"../../etc/passwd"}"#,
+            Some(r#"{"path":"/srv/ws/etc/passwd"}"#),
+        ),
+        (
+            r#"{"path":"/etc/hosts","dest":"a/../../b"}"#,
+            Some(r#"{"dest":"/srv/ws/b","path":"/srv/ws/etc/hosts"}"#),
+        ),
         (r#"{"path":"/srv/ws/src/main.rs"}"#, None),
         (r#"{"other":"../x"}"#, None),
     ];
     for (args, expected) in cases {
         let flow = decided(once(&stack, &tool_call("read_file", args))).flow;
-        assert_eq!(flow, expected.map_or(Flow::Continue, Flow::rewrite_args), "{args}");
+        assert_eq!(
+            flow,
+            expected.map_or(Flow::Continue, Flow::rewrite_args),
+            "{args}"
+        );
     }
     let root = example(guests::PATH_JAIL, &[("root", "/")]);
-    assert_eq!(decided(once(&root, &tool_call("t", r#"{"path":"/.."}"#))).flow, Flow::rewrite_args(r#"{"path":"/"}"#));
+    assert_eq!(
+        decided(once(&root, &tool_call("t", r#"{"path":"/.."}"#))).flow,
+        Flow::rewrite_args(r#"{"path":"/"}"#)
+    );
 }
 
 #[test]
@@ -65,7 +101,10 @@ fn call_budget_terminates_the_run_past_its_budget_and_each_run_starts_at_zero() 
     for _ in 0..2 {
         let mut run = stack.start_run("r");
         for _ in 0..2 {
-            assert_eq!(decided(dispatch(&mut run, &tool_call("t", "{}"))).flow, Flow::Continue);
+            assert_eq!(
+                decided(dispatch(&mut run, &tool_call("t", "{}"))).flow,
+                Flow::Continue
+            );
         }
         assert_eq!(
             decided(dispatch(&mut run, &tool_call("t", "{}"))).flow,
@@ -76,27 +115,51 @@ fn call_budget_terminates_the_run_past_its_budget_and_each_run_starts_at_zero() 
 
 #[test]
 fn inject_context_adds_documents_on_the_first_turn() {
-    let stack = example(guests::INJECT_CONTEXT, &[("doc.style", "Use tabs."), ("doc.api", "v2 only.")]);
+    let stack = example(
+        guests::INJECT_CONTEXT,
+        &[("doc.style", "Use tabs."), ("doc.api", "v2 only.")],
+    );
     let mut run = stack.start_run("r");
     let expected = Flow::PatchRequest(RequestPatch {
         extra_context: Some(vec![
-            Document { id: "api".into(), text: "v2 only.".into() },
-            Document { id: "style".into(), text: "Use tabs.".into() },
+            Document {
+                id: "api".into(),
+                text: "v2 only.".into(),
+            },
+            Document {
+                id: "style".into(),
+                text: "Use tabs.".into(),
+            },
         ]),
         ..Default::default()
     });
-    assert_eq!(run.dispatch(&run.context(1), &completion_call("go")).unwrap().flow, expected);
-    assert_eq!(run.dispatch(&run.context(2), &completion_call("go")).unwrap().flow, Flow::Continue);
+    assert_eq!(
+        run.dispatch(&run.context(1), &completion_call("go"))
+            .unwrap()
+            .flow,
+        expected
+    );
+    assert_eq!(
+        run.dispatch(&run.context(2), &completion_call("go"))
+            .unwrap()
+            .flow,
+        Flow::Continue
+    );
 }
 
 #[test]
 fn repair_tools_repairs_near_misses_and_asks_for_a_retry_otherwise() {
     let stack = example(guests::REPAIR_TOOLS, &[]);
     let tools = ["read_file", "write_file", "list_dir"];
-    assert_eq!(decided(once(&stack, &invalid_tool_call("reed_file", &tools))).flow, Flow::repair("read_file"));
+    assert_eq!(
+        decided(once(&stack, &invalid_tool_call("reed_file", &tools))).flow,
+        Flow::repair("read_file")
+    );
     assert_eq!(
         decided(once(&stack, &invalid_tool_call("launch_rocket", &tools))).flow,
-        Flow::retry("`launch_rocket` is not a valid tool. Call one of: [read_file, write_file, list_dir].")
+        Flow::retry(
+            "`launch_rocket` is not a valid tool. Call one of: [read_file, write_file, list_dir]."
+        )
     );
 }
 
@@ -104,10 +167,23 @@ fn repair_tools_repairs_near_misses_and_asks_for_a_retry_otherwise() {
 /// order, as `cargo demo` does.
 #[test]
 fn the_example_session_shows_every_guardrail_acting() {
-    let mut examples: Vec<(&str, &str)> = guests::ALL.iter().copied().filter(|(n, _)| guests::EXAMPLES.contains(n)).collect();
+    let mut examples: Vec<(&str, &str)> = guests::ALL
+        .iter()
+        .copied()
+        .filter(|(n, _)| guests::EXAMPLES.contains(n))
+        .collect();
     examples.sort();
-    let stack = stack(&examples.iter().map(|(_, path)| plugin(path, &[])).collect::<Vec<_>>());
-    let session = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/session.jsonl")).unwrap();
+    let stack = stack(
+        &examples
+            .iter()
+            .map(|(_, path)| plugin(path, &[]))
+            .collect::<Vec<_>>(),
+    );
+    let session = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/session.jsonl"
+    ))
+    .unwrap();
     let events: Vec<StepEvent> = session
         .lines()
         .filter(|l| !l.starts_with("//") && !l.trim().is_empty())
@@ -122,7 +198,11 @@ fn the_example_session_shows_every_guardrail_acting() {
         }
         let outcome = run.dispatch(&run.context(turn), event);
         decisions.push(match &outcome {
-            Ok(d) => format!("{} by {}", d.flow.name(), d.plugin.as_deref().unwrap_or("-")),
+            Ok(d) => format!(
+                "{} by {}",
+                d.flow.name(),
+                d.plugin.as_deref().unwrap_or("-")
+            ),
             Err(f) => format!("fail-closed {f}"),
         });
         if run.is_over() {

@@ -16,13 +16,25 @@ fn fails_closed(guest: Arc<Plugin>, event: StepEvent, cause: Cause) -> hookbox::
     let stack = stack(&[puppet("well-behaved"), guest.clone()]);
     let mut run = stack.start_run("misbehaving");
     let failure = dispatch(&mut run, &event).expect_err("the run must fail closed");
-    assert_eq!((&*failure.plugin, failure.cause), (guest.name(), cause), "{failure}");
+    assert_eq!(
+        (&*failure.plugin, failure.cause),
+        (guest.name(), cause),
+        "{failure}"
+    );
     assert!(run.is_over());
     let again = dispatch(&mut run, &tool_call("well-behaved:flow:skip:x", "{}"));
-    assert_eq!(again, Err(failure.clone()), "a failed run stays failed; its instances are never entered again");
+    assert_eq!(
+        again,
+        Err(failure.clone()),
+        "a failed run stays failed; its instances are never entered again"
+    );
 
     let next = once(&stack, &tool_call("well-behaved:flow:skip:healthy", "{}"));
-    assert_eq!(decided(next).flow, Flow::skip("healthy"), "the next run works");
+    assert_eq!(
+        decided(next).flow,
+        Flow::skip("healthy"),
+        "the next run works"
+    );
     failure
 }
 
@@ -32,7 +44,11 @@ fn from_wat(name: &str, bytes: &[u8]) -> Arc<Plugin> {
 
 #[test]
 fn a_guest_that_loops_forever_hits_its_deadline() {
-    let failure = fails_closed(puppet("looper"), tool_call("looper:loop", "{}"), Cause::Deadline);
+    let failure = fails_closed(
+        puppet("looper"),
+        tool_call("looper:loop", "{}"),
+        Cause::Deadline,
+    );
     assert!(failure.detail.contains("deadline"), "{failure}");
 }
 
@@ -43,17 +59,29 @@ fn a_guest_that_grows_memory_without_bound_hits_its_memory_limit() {
 
 #[test]
 fn a_guest_that_recurses_without_bound_exhausts_its_stack() {
-    fails_closed(puppet("deep"), tool_call("deep:recurse", "{}"), Cause::Stack);
+    fails_closed(
+        puppet("deep"),
+        tool_call("deep:recurse", "{}"),
+        Cause::Stack,
+    );
 }
 
 #[test]
 fn a_guest_that_panics_traps() {
-    fails_closed(puppet("panicky"), tool_call("panicky:panic", "{}"), Cause::Trap);
+    fails_closed(
+        puppet("panicky"),
+        tool_call("panicky:panic", "{}"),
+        Cause::Trap,
+    );
 }
 
 #[test]
 fn an_answer_past_the_answer_limit_is_oversized() {
-    fails_closed(puppet("big"), tool_result("big:huge", "r"), Cause::Oversized);
+    fails_closed(
+        puppet("big"),
+        tool_result("big:huge", "r"),
+        Cause::Oversized,
+    );
 }
 
 #[test]
@@ -94,17 +122,29 @@ fn an_answer_with_invalid_utf8_traps() {
         (i32.store (i32.const 4108) (i32.const 2))
         (i32.store16 (i32.const 5000) (i32.const 0xffff))
         (i32.const 4096)"#;
-    fails_closed(from_wat("garbler", &wat::hook(body, "")), tool_result("t", "r"), Cause::Trap);
+    fails_closed(
+        from_wat("garbler", &wat::hook(body, "")),
+        tool_result("t", "r"),
+        Cause::Trap,
+    );
 }
 
 #[test]
 fn a_flow_the_event_does_not_honour_fails_closed() {
-    fails_closed(puppet("rogue"), text_delta("rogue:flow:skip:nope"), Cause::UnsupportedFlow);
+    fails_closed(
+        puppet("rogue"),
+        text_delta("rogue:flow:skip:nope"),
+        Cause::UnsupportedFlow,
+    );
 }
 
 #[test]
 fn a_rewrite_args_that_is_not_json_fails_closed() {
-    fails_closed(puppet("sloppy"), tool_call("sloppy:flow:rewrite-args:{oops", "{}"), Cause::InvalidJson);
+    fails_closed(
+        puppet("sloppy"),
+        tool_call("sloppy:flow:rewrite-args:{oops", "{}"),
+        Cause::InvalidJson,
+    );
 }
 
 #[test]
@@ -119,12 +159,20 @@ fn a_guest_that_grows_a_table_without_bound_hits_its_limit() {
 
 #[test]
 fn a_guest_flooding_the_log_hits_its_log_limit() {
-    fails_closed(puppet("chatty"), tool_call("chatty:log-flood", "{}"), Cause::Limit);
+    fails_closed(
+        puppet("chatty"),
+        tool_call("chatty:log-flood", "{}"),
+        Cause::Limit,
+    );
 }
 
 #[test]
 fn a_guest_filling_its_scratchpad_hits_its_quota() {
-    fails_closed(puppet("hoarder"), tool_call("hoarder:scratch-flood", "{}"), Cause::Limit);
+    fails_closed(
+        puppet("hoarder"),
+        tool_call("hoarder:scratch-flood", "{}"),
+        Cause::Limit,
+    );
 }
 
 #[test]
@@ -133,24 +181,60 @@ fn every_event_and_flow_pair_a_real_guest_answers_is_checked_against_the_table()
     let stack = stack(&[guest]);
     let events: Vec<fn(&str) -> StepEvent> = vec![
         completion_call,
-        |s| StepEvent::CompletionResponse(hookbox::CompletionResponse { prompt: s.into(), ..Default::default() }),
-        |s| StepEvent::ModelTurnFinished(hookbox::ModelTurnFinished { content: s.into(), ..Default::default() }),
+        |s| {
+            StepEvent::CompletionResponse(hookbox::CompletionResponse {
+                prompt: s.into(),
+                ..Default::default()
+            })
+        },
+        |s| {
+            StepEvent::ModelTurnFinished(hookbox::ModelTurnFinished {
+                content: s.into(),
+                ..Default::default()
+            })
+        },
         |s| invalid_tool_call(s, &["shell"]),
         |s| tool_call(s, "{}"),
         |s| tool_result(s, "r"),
         text_delta,
-        |s| StepEvent::ToolCallDelta(hookbox::ToolCallDelta { delta: s.into(), ..Default::default() }),
-        |s| StepEvent::StreamResponseFinish(hookbox::StreamResponseFinish { prompt: s.into(), ..Default::default() }),
+        |s| {
+            StepEvent::ToolCallDelta(hookbox::ToolCallDelta {
+                delta: s.into(),
+                ..Default::default()
+            })
+        },
+        |s| {
+            StepEvent::StreamResponseFinish(hookbox::StreamResponseFinish {
+                prompt: s.into(),
+                ..Default::default()
+            })
+        },
     ];
-    let flows = ["continue", "terminate:t", "skip:s", "rewrite-args:{}", "rewrite-result:r", "patch-request:p", "fail", "retry:f", "repair:r"];
+    let flows = [
+        "continue",
+        "terminate:t",
+        "skip:s",
+        "rewrite-args:{}",
+        "rewrite-result:r",
+        "patch-request:p",
+        "fail",
+        "retry:f",
+        "repair:r",
+    ];
     for make in &events {
         for flow in flows {
             let event = make(&format!("p:flow:{flow}"));
             let kind = event.kind();
             let outcome = once(&stack, &event);
             let expected = match outcome {
-                Ok(ref d) => kind.honours(&d.flow) || (kind == hookbox::EventKind::InvalidToolCall && flow == "continue"),
-                Err(ref f) => f.cause == Cause::UnsupportedFlow && !hookbox::rules::flows_honoured_by(kind).any(|n| flow.starts_with(n)),
+                Ok(ref d) => {
+                    kind.honours(&d.flow)
+                        || (kind == hookbox::EventKind::InvalidToolCall && flow == "continue")
+                }
+                Err(ref f) => {
+                    f.cause == Cause::UnsupportedFlow
+                        && !hookbox::rules::flows_honoured_by(kind).any(|n| flow.starts_with(n))
+                }
             };
             assert!(expected, "{kind} answered {flow}: {outcome:?}");
         }
@@ -159,19 +243,45 @@ fn every_event_and_flow_pair_a_real_guest_answers_is_checked_against_the_table()
 
 #[test]
 fn a_guest_that_loops_while_starting_fails_to_load() {
-    let err = Plugin::from_bytes(runtime(), "slow-start", &wat::hook("(i32.const 3072)", "(func $spin (loop $l (br $l))) (start $spin)"), PluginOptions::default())
-        .expect_err("must not load");
+    let err = Plugin::from_bytes(
+        runtime(),
+        "slow-start",
+        &wat::hook(
+            "(i32.const 3072)",
+            "(func $spin (loop $l (br $l))) (start $spin)",
+        ),
+        PluginOptions::default(),
+    )
+    .expect_err("must not load");
     let message = err.to_string();
-    assert!(message.contains("slow-start") && message.contains("deadline"), "{message}");
+    assert!(
+        message.contains("slow-start") && message.contains("deadline"),
+        "{message}"
+    );
 }
 
 #[test]
 fn deadlines_follow_the_epoch_not_the_wall_clock() {
     // A manual epoch: the guest is interrupted only once the test has
     // advanced the epoch past its deadline, however slow the machine is.
-    let runtime = Runtime::new(RuntimeConfig { epoch_tick: None, ..Default::default() }).unwrap();
-    let limits = Limits { deadline: std::time::Duration::from_millis(5), ..Default::default() };
-    let looper = Plugin::from_file(&runtime, hookbox_tests::guests::PUPPET.as_ref(), PluginOptions { limits: Some(limits), config: [("name".to_string(), "l".to_string())].into() }).unwrap();
+    let runtime = Runtime::new(RuntimeConfig {
+        epoch_tick: None,
+        ..Default::default()
+    })
+    .unwrap();
+    let limits = Limits {
+        deadline: std::time::Duration::from_millis(5),
+        ..Default::default()
+    };
+    let looper = Plugin::from_file(
+        &runtime,
+        hookbox_tests::guests::PUPPET.as_ref(),
+        PluginOptions {
+            limits: Some(limits),
+            config: [("name".to_string(), "l".to_string())].into(),
+        },
+    )
+    .unwrap();
     let stack = stack(&[Arc::new(looper)]);
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let ticker = {
@@ -190,5 +300,8 @@ fn deadlines_follow_the_epoch_not_the_wall_clock() {
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let ticks = ticker.join().unwrap();
     assert_eq!(failure.cause, Cause::Deadline);
-    assert!(ticks >= 5, "interrupted after {ticks} ticks, before its 5-tick deadline");
+    assert!(
+        ticks >= 5,
+        "interrupted after {ticks} ticks, before its 5-tick deadline"
+    );
 }

@@ -12,8 +12,14 @@ use super::support::*;
 fn state_a_guest_keeps_lives_exactly_as_long_as_its_run() {
     let stack = stack(&[puppet("c")]);
     let mut first = stack.start_run("first");
-    assert_eq!(decided(dispatch(&mut first, &tool_call("c:count", "{}"))).flow, Flow::skip("global=1 scratch=1"));
-    assert_eq!(decided(dispatch(&mut first, &tool_call("c:count", "{}"))).flow, Flow::skip("global=2 scratch=2"));
+    assert_eq!(
+        decided(dispatch(&mut first, &tool_call("c:count", "{}"))).flow,
+        Flow::skip("global=1 scratch=1")
+    );
+    assert_eq!(
+        decided(dispatch(&mut first, &tool_call("c:count", "{}"))).flow,
+        Flow::skip("global=2 scratch=2")
+    );
     let mut second = stack.start_run("second");
     assert_eq!(
         decided(dispatch(&mut second, &tool_call("c:count", "{}"))).flow,
@@ -28,16 +34,28 @@ fn each_plugin_has_its_own_scratchpad() {
     let mut run = stack.start_run("r");
     dispatch(&mut run, &tool_call("a:count", "{}")).unwrap();
     dispatch(&mut run, &tool_call("a:count", "{}")).unwrap();
-    assert_eq!(decided(dispatch(&mut run, &tool_call("b:count", "{}"))).flow, Flow::skip("global=1 scratch=1"));
+    assert_eq!(
+        decided(dispatch(&mut run, &tool_call("b:count", "{}"))).flow,
+        Flow::skip("global=1 scratch=1")
+    );
 }
 
 #[test]
 fn a_plugin_is_only_dispatched_the_kinds_it_subscribed_to() {
-    let only_tool_calls = plugin(hookbox_tests::guests::PUPPET, &[("name", "s"), ("subscribe", "tool-call")]);
+    let only_tool_calls = plugin(
+        hookbox_tests::guests::PUPPET,
+        &[("name", "s"), ("subscribe", "tool-call")],
+    );
     let stack = stack(&[only_tool_calls]);
     // If it were called, this completion-call would make it loop forever.
-    assert_eq!(decided(once(&stack, &completion_call("s:loop"))).flow, Flow::Continue);
-    assert_eq!(decided(once(&stack, &tool_call("s:flow:skip:yes", "{}"))).flow, Flow::skip("yes"));
+    assert_eq!(
+        decided(once(&stack, &completion_call("s:loop"))).flow,
+        Flow::Continue
+    );
+    assert_eq!(
+        decided(once(&stack, &tool_call("s:flow:skip:yes", "{}"))).flow,
+        Flow::skip("yes")
+    );
 }
 
 #[test]
@@ -65,13 +83,21 @@ impl Write for Captured {
 fn a_guests_stdout_and_stderr_go_to_the_log_under_its_name() {
     let captured = Captured::default();
     let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || writer.clone()).with_ansi(false).finish();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
     tracing::subscriber::with_default(subscriber, || {
         let probe = plugin(hookbox_tests::guests::WASI_PROBE, &[]);
         once(&stack(&[probe]), &tool_call("anything", "{}")).unwrap();
     });
     let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    for expected in ["hello from stdout", "hello from stderr", "plugin=\"wasi-probe\"", "stream=\"stdout\""] {
+    for expected in [
+        "hello from stdout",
+        "hello from stderr",
+        "plugin=\"wasi-probe\"",
+        "stream=\"stdout\"",
+    ] {
         assert!(log.contains(expected), "log lacks {expected}: {log}");
     }
 }
@@ -82,8 +108,15 @@ fn one_runaway_guest_does_not_stall_other_runs() {
     let healthy = stack(&[puppet("h")]);
     let runaway = std::thread::spawn(move || once(&looping, &tool_call("l:loop", "{}")));
     for i in 0..50 {
-        let flow = decided(once(&healthy, &tool_call(&format!("h:flow:skip:{i}"), "{}"))).flow;
+        let flow = decided(once(
+            &healthy,
+            &tool_call(&format!("h:flow:skip:{i}"), "{}"),
+        ))
+        .flow;
         assert_eq!(flow, Flow::skip(i.to_string()));
     }
-    assert_eq!(runaway.join().unwrap().unwrap_err().cause, hookbox::Cause::Deadline);
+    assert_eq!(
+        runaway.join().unwrap().unwrap_err().cause,
+        hookbox::Cause::Deadline
+    );
 }

@@ -11,7 +11,11 @@ fn load(bytes: &[u8]) -> Result<Plugin, Error> {
 
 fn refused(bytes: &[u8], phase: LoadPhase, says: &str) {
     match load(bytes) {
-        Err(Error::Load { plugin, phase: got, reason }) => {
+        Err(Error::Load {
+            plugin,
+            phase: got,
+            reason,
+        }) => {
             assert_eq!((plugin.as_str(), got), ("candidate", phase), "{reason}");
             assert!(reason.contains(says), "`{reason}` should say `{says}`");
         }
@@ -22,7 +26,11 @@ fn refused(bytes: &[u8], phase: LoadPhase, says: &str) {
 
 #[test]
 fn a_core_module_is_refused_with_how_to_make_a_component() {
-    refused(&wat::parse("(module)"), LoadPhase::Compile, "core WebAssembly module, not a component");
+    refused(
+        &wat::parse("(module)"),
+        LoadPhase::Compile,
+        "core WebAssembly module, not a component",
+    );
 }
 
 #[test]
@@ -43,7 +51,11 @@ fn a_component_of_another_world_is_refused() {
         (core module $m (func (export "f")))
         (core instance $i (instantiate $m))
         (func (export "hello") (canon lift (core func $i "f"))))"#;
-    refused(other_world.as_bytes(), LoadPhase::World, "does not export `on-event`");
+    refused(
+        other_world.as_bytes(),
+        LoadPhase::World,
+        "does not export `on-event`",
+    );
 }
 
 #[test]
@@ -54,7 +66,11 @@ fn an_on_event_of_the_wrong_type_is_refused() {
         (func (export "on-event") (canon lift (core func $i "f")))
         (type $kinds (list u8))
         (func (export "subscriptions") (result $kinds) (canon lift (core func $i "s") (memory (core memory $i "memory")))))"#;
-    refused(wrong_type.as_bytes(), LoadPhase::World, "does not match the contract");
+    refused(
+        wrong_type.as_bytes(),
+        LoadPhase::World,
+        "does not match the contract",
+    );
 }
 
 #[test]
@@ -74,7 +90,18 @@ fn a_good_plugin_reports_its_facts() {
     let plugin = super::support::plugin(hookbox_tests::guests::DENY_TOOLS, &[]);
     let info = plugin.info();
     assert_eq!(plugin.name(), "deny-tools");
-    assert_eq!(plugin.subscriptions().iter().map(|k| k.name()).collect::<Vec<_>>(), ["tool-call"]);
-    assert!(!info.uses_wasi, "SDK guests import no WASI: {:?}", info.imports);
+    assert_eq!(
+        plugin
+            .subscriptions()
+            .iter()
+            .map(|k| k.name())
+            .collect::<Vec<_>>(),
+        ["tool-call"]
+    );
+    assert!(
+        !info.uses_wasi,
+        "SDK guests import no WASI: {:?}",
+        info.imports
+    );
     assert!(info.exports.contains(&"on-event".to_string()));
 }

@@ -3,7 +3,7 @@
 mod support;
 mod wat;
 
-mod fail_closed;
-mod loading;
-mod isolation;
 mod examples;
+mod fail_closed;
+mod isolation;
+mod loading;

@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use hookbox::{
-    CompletionCall, Decision, Flow, HookStack, InvalidToolCall, Limits, Outcome, Plugin, PluginOptions, Run, Runtime,
-    RuntimeConfig, StepEvent, TextDelta, ToolCall, ToolResult,
+    CompletionCall, Decision, HookStack, InvalidToolCall, Limits, Outcome, Plugin, PluginOptions,
+    Run, Runtime, RuntimeConfig, StepEvent, TextDelta, ToolCall, ToolResult,
 };
 
 pub fn runtime() -> &'static Runtime {
@@ -22,13 +22,27 @@ pub fn plugin_with(path: &str, config: &[(&str, &str)], limits: Option<Limits>) 
     type Cache = Mutex<HashMap<String, Arc<Plugin>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let key = format!("{path}{config:?}{limits:?}");
-    if let Some(found) = CACHE.get_or_init(Default::default).lock().unwrap().get(&key) {
+    if let Some(found) = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .get(&key)
+    {
         return found.clone();
     }
-    let config: BTreeMap<String, String> = config.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let config: BTreeMap<String, String> = config
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     let options = PluginOptions { limits, config };
-    let plugin = Arc::new(Plugin::from_file(runtime(), path.as_ref(), options).expect("plugin loads"));
-    CACHE.get().unwrap().lock().unwrap().insert(key, plugin.clone());
+    let plugin =
+        Arc::new(Plugin::from_file(runtime(), path.as_ref(), options).expect("plugin loads"));
+    CACHE
+        .get()
+        .unwrap()
+        .lock()
+        .unwrap()
+        .insert(key, plugin.clone());
     plugin
 }
 
@@ -57,7 +71,8 @@ pub fn dispatch(run: &mut Run, event: &StepEvent) -> Outcome {
 }
 
 pub fn decided(outcome: Outcome) -> Decision {
-    outcome.unwrap_or_else(|failure| panic!("expected a decision, the run failed closed: {failure}"))
+    outcome
+        .unwrap_or_else(|failure| panic!("expected a decision, the run failed closed: {failure}"))
 }
 
 pub fn tool_call(name: &str, args: &str) -> StepEvent {
@@ -81,7 +96,11 @@ pub fn tool_result(name: &str, result: &str) -> StepEvent {
 }
 
 pub fn completion_call(prompt: &str) -> StepEvent {
-    StepEvent::CompletionCall(CompletionCall { prompt: prompt.into(), history: vec![], turn: 1 })
+    StepEvent::CompletionCall(CompletionCall {
+        prompt: prompt.into(),
+        history: vec![],
+        turn: 1,
+    })
 }
 
 pub fn invalid_tool_call(name: &str, allowed: &[&str]) -> StepEvent {
@@ -94,18 +113,8 @@ pub fn invalid_tool_call(name: &str, allowed: &[&str]) -> StepEvent {
 }
 
 pub fn text_delta(delta: &str) -> StepEvent {
-    StepEvent::TextDelta(TextDelta { delta: delta.into(), aggregated: delta.into() })
-}
-
-pub fn flow_name(outcome: &Outcome) -> &'static str {
-    match outcome {
-        Ok(decision) => decision.flow.name(),
-        Err(_) => "fail-closed",
-    }
-}
-
-pub fn assert_flow(outcome: Outcome, expected: Flow) -> Decision {
-    let decision = decided(outcome);
-    assert_eq!(decision.flow, expected);
-    decision
+    StepEvent::TextDelta(TextDelta {
+        delta: delta.into(),
+        aggregated: delta.into(),
+    })
 }

@@ -6,8 +6,14 @@ pub mod guests {
     include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 
     /// The names of the example guardrails in `plugins/`.
-    pub const EXAMPLES: &[&str] =
-        &["deny-tools", "redact-secrets", "path-jail", "call-budget", "inject-context", "repair-tools"];
+    pub const EXAMPLES: &[&str] = &[
+        "deny-tools",
+        "redact-secrets",
+        "path-jail",
+        "call-budget",
+        "inject-context",
+        "repair-tools",
+    ];
 }
 
 /// Makes a component of the `hookbox:hook/hook` world from a core module in
@@ -23,6 +29,15 @@ pub fn component_from_core_wat(core_wat: &str) -> anyhow::Result<Vec<u8>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
     let (package, _) = resolve.push_dir(&root)?;
     let world = resolve.select_world(&[package], Some("hook"))?;
-    wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8, false)?;
-    wit_component::ComponentEncoder::default().module(&module)?.validate(true).encode()
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+        false,
+    )?;
+    wit_component::ComponentEncoder::default()
+        .module(&module)?
+        .validate(true)
+        .encode()
 }

@@ -12,12 +12,17 @@ use anyhow::{Context, Result, bail};
 use hookbox_tests::guests;
 
 fn main() -> Result<()> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().context("workspace root")?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("workspace root")?;
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         Some("demo") | None => demo(root),
         Some("plugins") => {
-            let dir = args.next().map(PathBuf::from).unwrap_or_else(|| root.join("target/demo/plugins"));
+            let dir = args
+                .next()
+                .map(PathBuf::from)
+                .unwrap_or_else(|| root.join("target/demo/plugins"));
             copy_plugins(&dir).map(drop)
         }
         Some(other) => bail!("unknown task `{other}`; tasks: demo, plugins [DIR]"),
@@ -30,12 +35,23 @@ fn demo(root: &Path) -> Result<()> {
     println!("example plugins in {}: {}", dir.display(), names.join(", "));
     let session = root.join("examples/session.jsonl");
     println!("replaying {}:\n", session.display());
-    for line in std::fs::read_to_string(&session)?.lines().filter(|l| l.starts_with("//")) {
+    for line in std::fs::read_to_string(&session)?
+        .lines()
+        .filter(|l| l.starts_with("//"))
+    {
         println!("{line}");
     }
     let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .current_dir(root)
-        .args(["run", "--quiet", "-p", "hookbox", "--", "replay", "--plugins"])
+        .args([
+            "run",
+            "--quiet",
+            "-p",
+            "hookbox",
+            "--",
+            "replay",
+            "--plugins",
+        ])
         .arg(&dir)
         .arg(&session)
         .status()
@@ -49,8 +65,12 @@ fn demo(root: &Path) -> Result<()> {
 /// Copies the example plugins (not the test guests) into `dir`.
 fn copy_plugins(dir: &Path) -> Result<Vec<&'static str>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, path) in guests::ALL.iter().filter(|(name, _)| guests::EXAMPLES.contains(name)) {
-        std::fs::copy(path, dir.join(format!("{name}.wasm"))).with_context(|| format!("copying {name}"))?;
+    for (name, path) in guests::ALL
+        .iter()
+        .filter(|(name, _)| guests::EXAMPLES.contains(name))
+    {
+        std::fs::copy(path, dir.join(format!("{name}.wasm")))
+            .with_context(|| format!("copying {name}"))?;
     }
     Ok(guests::EXAMPLES.to_vec())
 }

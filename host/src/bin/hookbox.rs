@@ -11,7 +11,11 @@ use clap::{Parser, Subcommand};
 use hookbox::{HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
 
 #[derive(Parser)]
-#[command(name = "hookbox", version, about = "Run LLM-agent hooks and guardrails as sandboxed WebAssembly components")]
+#[command(
+    name = "hookbox",
+    version,
+    about = "Run LLM-agent hooks and guardrails as sandboxed WebAssembly components"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -47,14 +51,21 @@ enum Command {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG").unwrap_or_else(|_| "hookbox=info,warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG")
+                .unwrap_or_else(|_| "hookbox=info,warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check { plugins } => check(&plugins),
-        Command::Replay { plugins, dir, runs, config, events } => replay(plugins, dir, runs, &config, &events),
+        Command::Replay {
+            plugins,
+            dir,
+            runs,
+            config,
+            events,
+        } => replay(plugins, dir, runs, &config, &events),
     };
     match result {
         Ok(code) => code,
@@ -89,7 +100,9 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
                 println!("  imports:       {}", or_none(&info.imports.join(", ")));
                 println!("  exports:       {}", info.exports.join(", "));
                 if info.uses_wasi {
-                    println!("  wasi:          imported; the guest gets an empty WASI (no files, env, network)");
+                    println!(
+                        "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"
+                    );
                 }
             }
             Err(e) => {
@@ -98,7 +111,11 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
             }
         }
     }
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn or_none(s: &str) -> &str {
@@ -123,8 +140,14 @@ fn replay(
         if !path.is_file() {
             bail!("{}: no such plugin file", path.display());
         }
-        let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        let options = PluginOptions { config: configs.remove(&name).unwrap_or_default(), ..Default::default() };
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let options = PluginOptions {
+            config: configs.remove(&name).unwrap_or_default(),
+            ..Default::default()
+        };
         match Plugin::from_file(&runtime, path, options) {
             Ok(plugin) => {
                 stack.push_plugin(Arc::new(plugin));
@@ -167,7 +190,11 @@ fn replay(
 fn advance(ctx: &mut HookContext, event: &StepEvent) {
     match event {
         StepEvent::CompletionCall(call) => {
-            ctx.turn = if call.turn > 0 { call.turn } else { ctx.turn + 1 };
+            ctx.turn = if call.turn > 0 {
+                call.turn
+            } else {
+                ctx.turn + 1
+            };
             ctx.is_streaming = false;
         }
         StepEvent::TextDelta(_) | StepEvent::ToolCallDelta(_) => ctx.is_streaming = true,
@@ -186,7 +213,10 @@ fn parse_settings(settings: &[String]) -> Result<BTreeMap<String, BTreeMap<Strin
         let Some((plugin, key, value)) = parsed else {
             bail!("--config {setting}: expected PLUGIN.KEY=VALUE, e.g. deny-tools.deny=shell");
         };
-        configs.entry(plugin.to_owned()).or_default().insert(key.to_owned(), value.to_owned());
+        configs
+            .entry(plugin.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value.to_owned());
     }
     Ok(configs)
 }
@@ -194,7 +224,9 @@ fn parse_settings(settings: &[String]) -> Result<BTreeMap<String, BTreeMap<Strin
 /// The `*.wasm` files in `dir`, in file-name order.
 fn plugins_in(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read plugin directory {}", dir.display()))? {
+    for entry in std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read plugin directory {}", dir.display()))?
+    {
         let path = entry?.path();
         if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
             found.push(path);
@@ -210,8 +242,12 @@ fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
     let (name, reader): (String, Box<dyn BufRead>) = if path == Path::new("-") {
         ("stdin".into(), Box::new(std::io::stdin().lock()))
     } else {
-        let file = std::fs::File::open(path).with_context(|| format!("cannot open events file {}", path.display()))?;
-        (path.display().to_string(), Box::new(std::io::BufReader::new(file)))
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot open events file {}", path.display()))?;
+        (
+            path.display().to_string(),
+            Box::new(std::io::BufReader::new(file)),
+        )
     };
     let mut events = Vec::new();
     for (index, line) in reader.lines().enumerate() {
@@ -220,8 +256,12 @@ fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
         if trimmed.is_empty() || trimmed.starts_with("//") {
             continue;
         }
-        let event = serde_json::from_str(trimmed)
-            .with_context(|| format!("{name}:{}: not an event in the JSON form of DESIGN.md §6", index + 1))?;
+        let event = serde_json::from_str(trimmed).with_context(|| {
+            format!(
+                "{name}:{}: not an event in the JSON form of DESIGN.md §6",
+                index + 1
+            )
+        })?;
         events.push(event);
     }
     Ok(events)

@@ -3,7 +3,7 @@
 //! Config: `doc.<id>` = the document's text (any number); `turns` = `first`
 //! (default: only the first model call) or `every`.
 
-use hookbox_sdk::{config, Document, EventKind, Flow, Hook, HookContext, RequestPatch, StepEvent};
+use hookbox_sdk::{Document, EventKind, Flow, Hook, HookContext, RequestPatch, StepEvent, config};
 
 struct InjectContext;
 
@@ -21,12 +21,23 @@ impl Hook for InjectContext {
         }
         let mut docs: Vec<Document> = config::entries()
             .into_iter()
-            .filter_map(|(key, text)| Some(Document { id: key.strip_prefix("doc.")?.to_owned(), text }))
+            .filter_map(|(key, text)| {
+                Some(Document {
+                    id: key.strip_prefix("doc.")?.to_owned(),
+                    text,
+                })
+            })
             .collect();
         if docs.is_empty() {
-            docs.push(Document { id: "house-rules".into(), text: DEFAULT_DOC.into() });
+            docs.push(Document {
+                id: "house-rules".into(),
+                text: DEFAULT_DOC.into(),
+            });
         }
-        Flow::patch(RequestPatch { extra_context: Some(docs), ..Default::default() })
+        Flow::patch(RequestPatch {
+            extra_context: Some(docs),
+            ..Default::default()
+        })
     }
 }
 

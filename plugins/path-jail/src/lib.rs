@@ -1,7 +1,7 @@
 //! Jail file-path arguments to a directory: every path argument is resolved
 //! against the jail and rewritten so it cannot leave it.
 
-use hookbox_sdk::{config, EventKind, Flow, Hook, HookContext, StepEvent};
+use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent, config};
 use serde_json::Value;
 
 struct PathJail;
@@ -12,7 +12,9 @@ impl Hook for PathJail {
     }
 
     fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
-        let StepEvent::ToolCall(call) = event else { return Flow::Continue };
+        let StepEvent::ToolCall(call) = event else {
+            return Flow::Continue;
+        };
         let root = config::get_or("root", "/workspace");
         let mut fields = config::list("fields");
         if fields.is_empty() {
@@ -31,7 +33,11 @@ impl Hook for PathJail {
                 }
             }
         }
-        if changed { Flow::rewrite_args(Value::Object(args).to_string()) } else { Flow::Continue }
+        if changed {
+            Flow::rewrite_args(Value::Object(args).to_string())
+        } else {
+            Flow::Continue
+        }
     }
 }
 
@@ -39,7 +45,10 @@ impl Hook for PathJail {
 /// root, `..` never climbs above it, absolute paths outside it are re-rooted.
 fn jail(root: &str, path: &str) -> String {
     let root = root.trim_end_matches('/');
-    let inside = path.strip_prefix(root).filter(|rest| rest.is_empty() || rest.starts_with('/')).unwrap_or(path);
+    let inside = path
+        .strip_prefix(root)
+        .filter(|rest| rest.is_empty() || rest.starts_with('/'))
+        .unwrap_or(path);
     let mut parts: Vec<&str> = Vec::new();
     for part in inside.split('/') {
         match part {

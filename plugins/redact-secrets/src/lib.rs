@@ -1,15 +1,31 @@
 //! Redact secrets and e-mail addresses from tool results before the model
 //! sees them.
 
-use hookbox_sdk::{config, EventKind, Flow, Hook, HookContext, StepEvent};
+use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent, config};
 
 struct RedactSecrets;
 
 /// Prefixes of well-known credential formats.
-const TOKEN_PREFIXES: [&str; 7] = ["sk-", "ghp_", "gho_", "github_pat_", "AKIA", "xoxb-", "xoxp-"];
+const TOKEN_PREFIXES: [&str; 7] = [
+    "sk-",
+    "ghp_",
+    "gho_",
+    "github_pat_",
+    "AKIA",
+    "xoxb-",
+    "xoxp-",
+];
 /// `NAME=value` / `NAME: value` where NAME (an identifier; `-` counts as
 /// `_`) ends with one of these.
-const SECRET_NAMES: [&str; 7] = ["SECRET", "PASSWORD", "PASSWD", "TOKEN", "API_KEY", "APIKEY", "PRIVATE_KEY"];
+const SECRET_NAMES: [&str; 7] = [
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "TOKEN",
+    "API_KEY",
+    "APIKEY",
+    "PRIVATE_KEY",
+];
 
 impl Hook for RedactSecrets {
     fn subscriptions() -> Vec<EventKind> {
@@ -17,10 +33,16 @@ impl Hook for RedactSecrets {
     }
 
     fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
-        let StepEvent::ToolResult(result) = event else { return Flow::Continue };
+        let StepEvent::ToolResult(result) = event else {
+            return Flow::Continue;
+        };
         let emails = config::get_or("emails", "true") == "true";
         let redacted = redact(&result.result, emails);
-        if redacted == result.result { Flow::Continue } else { Flow::rewrite_result(redacted) }
+        if redacted == result.result {
+            Flow::Continue
+        } else {
+            Flow::rewrite_result(redacted)
+        }
     }
 }
 
@@ -44,19 +66,32 @@ fn redact(text: &str, emails: bool) -> String {
 fn redact_line(line: &str, emails: bool) -> String {
     // NAME=value and NAME: value assignments of secret-looking names.
     if let Some(sep) = line.find(['=', ':']) {
-        let name = line[..sep].trim().trim_start_matches("export ").trim_matches(['"', '\'']);
-        let identifier = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        let name = line[..sep]
+            .trim()
+            .trim_start_matches("export ")
+            .trim_matches(['"', '\'']);
+        let identifier = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
         let name = name.to_ascii_uppercase().replace('-', "_");
-        if identifier && SECRET_NAMES.iter().any(|s| name.ends_with(s)) && !line[sep + 1..].trim().is_empty() {
+        if identifier
+            && SECRET_NAMES.iter().any(|s| name.ends_with(s))
+            && !line[sep + 1..].trim().is_empty()
+        {
             let end = if line.ends_with('\n') { "\n" } else { "" };
             return format!("{}[REDACTED]{end}", &line[..=sep]);
         }
     }
     line.split_inclusive(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
         .map(|word| {
-            let token = word.trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',');
+            let token = word
+                .trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',');
             let tail = &word[token.len()..];
-            if TOKEN_PREFIXES.iter().any(|p| token.starts_with(p) && token.len() >= p.len() + 8) {
+            if TOKEN_PREFIXES
+                .iter()
+                .any(|p| token.starts_with(p) && token.len() >= p.len() + 8)
+            {
                 format!("[REDACTED]{tail}")
             } else if emails && is_email(token) {
                 format!("[REDACTED EMAIL]{tail}")
@@ -69,14 +104,18 @@ fn redact_line(line: &str, emails: bool) -> String {
 
 fn is_email(token: &str) -> bool {
     let token = token.trim_matches(|c: char| matches!(c, '<' | '>' | '(' | ')' | '.' | ';'));
-    let Some((local, domain)) = token.split_once('@') else { return false };
+    let Some((local, domain)) = token.split_once('@') else {
+        return false;
+    };
     let ok = |c: char| c.is_ascii_alphanumeric() || "._%+-".contains(c);
     !local.is_empty()
         && local.chars().all(ok)
         && domain.contains('.')
         && !domain.starts_with('.')
         && !domain.ends_with('.')
-        && domain.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+        && domain
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
 }
 
 hookbox_sdk::hook!(RedactSecrets);

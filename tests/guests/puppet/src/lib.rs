@@ -10,7 +10,9 @@
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hookbox_sdk::{config, log, scratchpad, EventKind, Flow, Hook, HookContext, RequestPatch, StepEvent};
+use hookbox_sdk::{
+    EventKind, Flow, Hook, HookContext, RequestPatch, StepEvent, config, log, scratchpad,
+};
 
 struct Puppet;
 
@@ -19,7 +21,10 @@ static CALLS: AtomicU64 = AtomicU64::new(0);
 impl Hook for Puppet {
     fn subscriptions() -> Vec<EventKind> {
         let only = config::list("subscribe");
-        EventKind::ALL.into_iter().filter(|k| only.is_empty() || only.iter().any(|o| *o == kind_name(*k))).collect()
+        EventKind::ALL
+            .into_iter()
+            .filter(|k| only.is_empty() || only.iter().any(|o| *o == kind_name(*k)))
+            .collect()
     }
 
     fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
@@ -29,7 +34,9 @@ impl Hook for Puppet {
             let name = name.as_deref()?;
             script.strip_prefix(name)?.strip_prefix(':')
         });
-        let Some(command) = command else { return Flow::Continue };
+        let Some(command) = command else {
+            return Flow::Continue;
+        };
         // A command list: `a:flow:skip:x;b:flow:continue` lets one event
         // steer several named puppets.
         let command = command.split(';').next().unwrap_or_default();
@@ -81,7 +88,10 @@ fn parse_flow(spec: &str) -> Flow {
         "skip" => Flow::Skip(payload),
         "rewrite-args" => Flow::RewriteArgs(payload),
         "rewrite-result" => Flow::RewriteResult(payload),
-        "patch-request" => Flow::PatchRequest(RequestPatch { preamble: Some(payload), ..Default::default() }),
+        "patch-request" => Flow::PatchRequest(RequestPatch {
+            preamble: Some(payload),
+            ..Default::default()
+        }),
         "fail" => Flow::Fail,
         "retry" => Flow::Retry(payload),
         "repair" => Flow::Repair(payload),
