@@ -17,6 +17,7 @@
 //! | [`engine`] | the wasmtime runtime and the epoch ticker |
 //! | [`limits`] | per-plugin limits and their enforcement |
 //! | [`json`] | the JSON forms used by the CLI |
+//! | [`cli`] | the `hookbox` command line |
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -37,6 +38,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cli;
 pub mod engine;
 mod error;
 pub mod event;

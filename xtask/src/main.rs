@@ -3,13 +3,15 @@
 //! `target/demo/plugins/`, and replays `examples/session.jsonl` through them
 //! with the `hookbox` CLI.
 //!
-//! `cargo xtask plugins DIR` only copies the built example plugins to DIR.
+//! `cargo xtask plugins DIR` only copies the built example plugins to DIR;
+//! `cargo run --release -p xtask -- bench` prints the core's figures.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use hookbox_tests::guests;
+
+mod bench;
 
 fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -25,7 +27,8 @@ fn main() -> Result<()> {
                 .unwrap_or_else(|| root.join("target/demo/plugins"));
             copy_plugins(&dir).map(drop)
         }
-        Some(other) => bail!("unknown task `{other}`; tasks: demo, plugins [DIR]"),
+        Some("bench") => bench::run(),
+        Some(other) => bail!("unknown task `{other}`; tasks: demo, plugins [DIR], bench"),
     }
 }
 
@@ -41,23 +44,17 @@ fn demo(root: &Path) -> Result<()> {
     {
         println!("{line}");
     }
-    let status = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .current_dir(root)
-        .args([
-            "run",
-            "--quiet",
-            "-p",
-            "hookbox",
-            "--",
-            "replay",
-            "--plugins",
-        ])
-        .arg(&dir)
-        .arg(&session)
-        .status()
-        .context("running `cargo run -p hookbox`")?;
-    if !status.success() {
-        bail!("hookbox replay failed: {status}");
+    // The `hookbox` command itself, in-process:
+    // hookbox replay --plugins target/demo/plugins examples/session.jsonl
+    let args = [
+        "hookbox".as_ref(),
+        "replay".as_ref(),
+        "--plugins".as_ref(),
+        dir.as_os_str(),
+        session.as_os_str(),
+    ];
+    if hookbox::cli::main(args) != std::process::ExitCode::SUCCESS {
+        bail!("hookbox replay failed");
     }
     Ok(())
 }

@@ -17,8 +17,10 @@ const TOKEN_PREFIXES: [&str; 7] = [
 ];
 /// `NAME=value` / `NAME: value` where NAME (an identifier; `-` counts as
 /// `_`) ends with one of these.
-const SECRET_NAMES: [&str; 7] = [
+const SECRET_NAMES: [&str; 9] = [
     "SECRET",
+    "SECRET_KEY",
+    "ACCESS_KEY",
     "PASSWORD",
     "PASSWD",
     "TOKEN",
@@ -66,9 +68,10 @@ fn redact(text: &str, emails: bool) -> String {
 fn redact_line(line: &str, emails: bool) -> String {
     // NAME=value and NAME: value assignments of secret-looking names.
     if let Some(sep) = line.find(['=', ':']) {
-        let name = line[..sep]
-            .trim()
-            .trim_start_matches("export ")
+        let name = line[..sep].trim();
+        let name = name
+            .strip_prefix("export ")
+            .map_or(name, str::trim_start)
             .trim_matches(['"', '\'']);
         let identifier = !name.is_empty()
             && name
@@ -83,10 +86,9 @@ fn redact_line(line: &str, emails: bool) -> String {
             return format!("{}[REDACTED]{end}", &line[..=sep]);
         }
     }
-    line.split_inclusive(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',')
+    line.split_inclusive(is_separator)
         .map(|word| {
-            let token = word
-                .trim_end_matches(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == ',');
+            let token = word.trim_end_matches(is_separator);
             let tail = &word[token.len()..];
             if TOKEN_PREFIXES
                 .iter()
@@ -100,6 +102,10 @@ fn redact_line(line: &str, emails: bool) -> String {
             }
         })
         .collect()
+}
+
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '=' | ':')
 }
 
 fn is_email(token: &str) -> bool {

@@ -1,0 +1,287 @@
+//! The `hookbox` command line: check plugins, replay recorded events through
+//! a stack. The `hookbox` binary is [`main`]; `cargo demo` runs the same code
+//! in-process.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use crate::{HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "hookbox",
+    version,
+    about = "Run LLM-agent hooks and guardrails as sandboxed WebAssembly components"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load and validate plugins; print what each subscribes to and imports.
+    Check {
+        /// Plugin components (`.wasm`).
+        #[arg(required = true)]
+        plugins: Vec<PathBuf>,
+    },
+    /// Replay events (JSON lines) through a stack; print the net flow of each.
+    Replay {
+        /// A plugin, in stack order (repeatable).
+        #[arg(long = "plugin")]
+        plugins: Vec<PathBuf>,
+        /// A directory of plugins, stacked in file-name order (after --plugin ones).
+        #[arg(long = "plugins")]
+        dir: Option<PathBuf>,
+        /// Replay the file this many times, each a separate run.
+        #[arg(long, default_value_t = 1)]
+        runs: u32,
+        /// A plugin setting, `PLUGIN.KEY=VALUE` (repeatable).
+        #[arg(long = "config", value_name = "PLUGIN.KEY=VALUE")]
+        config: Vec<String>,
+        /// Events, one JSON object per line; `-` reads stdin.
+        events: PathBuf,
+    },
+}
+
+/// Runs the command line `args` (the first is the program name); logs go to
+/// stderr, filtered by `HOOKBOX_LOG` (default `hookbox=info,warn`).
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    // Already set when embedded in a program with its own subscriber: keep it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG")
+                .unwrap_or_else(|_| "hookbox=info,warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let result = match cli.command {
+        Command::Check { plugins } => check(&plugins),
+        Command::Replay {
+            plugins,
+            dir,
+            runs,
+            config,
+            events,
+        } => replay(plugins, dir, runs, &config, &events),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hookbox: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn runtime() -> Result<Runtime> {
+    Ok(Runtime::new(RuntimeConfig::default())?)
+}
+
+fn check(paths: &[PathBuf]) -> Result<ExitCode> {
+    let runtime = runtime()?;
+    let mut failed = false;
+    for path in paths {
+        if !path.is_file() {
+            eprintln!("{}: no such file", path.display());
+            failed = true;
+            continue;
+        }
+        match Plugin::from_file(&runtime, path, PluginOptions::default()) {
+            Ok(plugin) => {
+                let info = plugin.info();
+                let kinds: Vec<&str> = plugin.subscriptions().iter().map(|k| k.name()).collect();
+                println!("{}: ok", path.display());
+                println!("  name:          {}", plugin.name());
+                println!("  size:          {} bytes", info.size_bytes);
+                println!("  subscriptions: {}", or_none(&kinds.join(", ")));
+                println!("  imports:       {}", or_none(&info.imports.join(", ")));
+                println!("  exports:       {}", info.exports.join(", "));
+                if info.uses_wasi {
+                    println!(
+                        "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"
+                    );
+                }
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", path.display());
+                failed = true;
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() { "none" } else { s }
+}
+
+fn replay(
+    mut paths: Vec<PathBuf>,
+    dir: Option<PathBuf>,
+    runs: u32,
+    settings: &[String],
+    events_path: &Path,
+) -> Result<ExitCode> {
+    if let Some(dir) = dir {
+        paths.extend(plugins_in(&dir)?);
+    }
+    let mut configs = parse_settings(settings)?;
+    let events = read_events(events_path)?;
+    let runtime = runtime()?;
+    let mut stack = HookStack::new();
+    for path in &paths {
+        if !path.is_file() {
+            bail!("{}: no such plugin file", path.display());
+        }
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let options = PluginOptions {
+            config: configs.remove(&name).unwrap_or_default(),
+            ..Default::default()
+        };
+        match Plugin::from_file(&runtime, path, options) {
+            Ok(plugin) => {
+                stack.push_plugin(Arc::new(plugin));
+            }
+            Err(e) => {
+                // A required plugin that cannot load makes the run fail closed.
+                tracing::error!("{e}");
+                stack.push_unloadable(&name, e.to_string());
+            }
+        }
+    }
+    if let Some(unknown) = configs.keys().next() {
+        bail!("--config names plugin `{unknown}`, which is not in the stack");
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for run_number in 1..=runs {
+        let mut run = stack.start_run(format!("replay-{run_number}"));
+        let mut ctx = run.context(0);
+        for event in &events {
+            advance(&mut ctx, event);
+            let outcome = run.dispatch(&ctx, event);
+            let mut line = crate::json::outcome_json(&outcome);
+            if runs > 1 {
+                line["run"] = run_number.into();
+            }
+            writeln!(out, "{line}")?;
+            if run.is_over() {
+                break;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps the context in step with the recorded session: the turn advances
+/// with each completion-call, and streaming is on once a delta arrives.
+fn advance(ctx: &mut HookContext, event: &StepEvent) {
+    match event {
+        StepEvent::CompletionCall(call) => {
+            ctx.turn = if call.turn > 0 {
+                call.turn
+            } else {
+                ctx.turn + 1
+            };
+            ctx.is_streaming = false;
+        }
+        StepEvent::TextDelta(_) | StepEvent::ToolCallDelta(_) => ctx.is_streaming = true,
+        _ => {}
+    }
+}
+
+/// `PLUGIN.KEY=VALUE` settings, grouped by plugin.
+fn parse_settings(settings: &[String]) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+    let mut configs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for setting in settings {
+        let parsed = setting.split_once('=').and_then(|(name, value)| {
+            let (plugin, key) = name.split_once('.')?;
+            Some((plugin, key, value))
+        });
+        let Some((plugin, key, value)) = parsed else {
+            bail!("--config {setting}: expected PLUGIN.KEY=VALUE, e.g. deny-tools.deny=shell");
+        };
+        configs
+            .entry(plugin.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value.to_owned());
+    }
+    Ok(configs)
+}
+
+/// The `*.wasm` files in `dir`, in file-name order.
+fn plugins_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read plugin directory {}", dir.display()))?
+    {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
+/// Reads and parses every line before anything runs, so a typo on line 40
+/// does not leave a half-replayed session.
+fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
+    let (name, reader): (String, Box<dyn BufRead>) = if path == Path::new("-") {
+        ("stdin".into(), Box::new(std::io::stdin().lock()))
+    } else {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("cannot open events file {}", path.display()))?;
+        (
+            path.display().to_string(),
+            Box::new(std::io::BufReader::new(file)),
+        )
+    };
+    let mut events = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("//") {
+            continue;
+        }
+        let event = serde_json::from_str(trimmed).with_context(|| {
+            format!(
+                "{name}:{}: not an event in the JSON form of the README",
+                index + 1
+            )
+        })?;
+        events.push(event);
+    }
+    Ok(events)
+}

@@ -1,0 +1,160 @@
+//! `cargo xtask bench`: quick figures for the core — component sizes,
+//! compile time, per-run instantiation and per-event cost of stacks of 1 and
+//! 8 plugins — each next to a baseline measured in the same process (a
+//! native Rust hook with the same logic), so ratios hold on a noisy machine.
+//! Run it in release: `cargo run --release -p xtask -- bench`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use hookbox::{
+    Flow, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall, hook_fn,
+};
+use hookbox_tests::guests;
+
+/// Median of `samples` timings of `batch` calls of `f`, per call.
+fn median_per_call(samples: usize, batch: u32, mut f: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..batch {
+                f();
+            }
+            start.elapsed() / batch
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn event(args_bytes: usize) -> StepEvent {
+    let padding = "x".repeat(args_bytes.saturating_sub(20));
+    StepEvent::ToolCall(ToolCall {
+        tool_name: "read_file".into(),
+        tool_call_id: Some("c1".into()),
+        internal_call_id: "i1".into(),
+        args: format!(r#"{{"path":"a","pad":"{padding}"}}"#),
+    })
+}
+
+/// The deny-tools logic with its default patterns, as a native hook.
+fn native_deny(stack: &mut HookStack, n: usize) {
+    const PATTERNS: &[&str] = &[
+        "rm -rf",
+        "rm -fr",
+        "mkfs",
+        "dd if=",
+        "| sh",
+        "| bash",
+        ".ssh/",
+        "/etc/shadow",
+    ];
+    for i in 0..n {
+        stack.push_hook(hook_fn(format!("native-{i}"), |_, event| match event {
+            StepEvent::ToolCall(call) if PATTERNS.iter().any(|p| call.args.contains(p)) => {
+                Flow::skip("denied")
+            }
+            _ => Flow::Continue,
+        }));
+    }
+}
+
+pub fn run() -> Result<()> {
+    let runtime = Runtime::new(RuntimeConfig::default())?;
+    println!("## Component sizes");
+    for (name, path) in guests::ALL {
+        println!("- {name}: {} bytes", std::fs::metadata(path)?.len());
+    }
+
+    println!("\n## Compile (median of 5)");
+    for (name, path) in guests::ALL
+        .iter()
+        .filter(|(n, _)| guests::EXAMPLES.contains(n) || *n == "wasi-probe")
+    {
+        let bytes = std::fs::read(path)?;
+        let t = median_per_call(5, 1, || {
+            Plugin::from_bytes(&runtime, name, &bytes, PluginOptions::default()).expect("loads");
+        });
+        println!("- {name}: {:.1} ms", t.as_secs_f64() * 1e3);
+    }
+
+    let deny = Arc::new(Plugin::from_file(
+        &runtime,
+        guests::DENY_TOOLS.as_ref(),
+        PluginOptions::default(),
+    )?);
+    let probe = Arc::new(Plugin::from_file(
+        &runtime,
+        guests::WASI_PROBE.as_ref(),
+        PluginOptions::default(),
+    )?);
+    let small = event(1024);
+
+    println!("\n## Per-run instantiation (first event of a run minus a warm event), median");
+    for (label, plugin) in [
+        ("deny-tools (no WASI imports)", &deny),
+        ("wasi-probe (wasm32-wasip2)", &probe),
+    ] {
+        let mut stack = HookStack::new();
+        stack.push_plugin(plugin.clone());
+        let ctx = stack.start_run("x").context(1);
+        let text = StepEvent::TextDelta(Default::default());
+        // A kind the plugins did not subscribe to instantiates nothing, so
+        // first-dispatch cost = instantiate + call.
+        let cold = median_per_call(21, 200, || {
+            let mut run = stack.start_run("r");
+            let _ = run.dispatch(&ctx, &small);
+        });
+        let mut warm_run = stack.start_run("w");
+        let warm = median_per_call(21, 2000, || {
+            let _ = warm_run.dispatch(&ctx, &small);
+        });
+        let mut unsubscribed = stack.start_run("u");
+        let skipped = median_per_call(21, 20000, || {
+            let _ = unsubscribed.dispatch(&ctx, &text);
+        });
+        println!(
+            "- {label}: instantiate ≈ {:.2} µs (first event {:.2} µs, warm event {:.2} µs); unsubscribed event {:.0} ns",
+            (cold.saturating_sub(warm)).as_secs_f64() * 1e6,
+            cold.as_secs_f64() * 1e6,
+            warm.as_secs_f64() * 1e6,
+            skipped.as_secs_f64() * 1e9
+        );
+    }
+
+    println!("\n## Per event, tool-call, all continue, deadlines on (warm run), median");
+    for args in [1024, 64 * 1024] {
+        let event = event(args);
+        for n in [1, 8] {
+            let mut wasm = HookStack::new();
+            for _ in 0..n {
+                wasm.push_plugin(deny.clone());
+            }
+            let mut native = HookStack::new();
+            native_deny(&mut native, n);
+            let ctx = wasm.start_run("x").context(1);
+            let mut wasm_run = wasm.start_run("w");
+            let mut native_run = native.start_run("n");
+            assert_eq!(
+                wasm_run.dispatch(&ctx, &event).unwrap().flow,
+                Flow::Continue
+            );
+            let batch = if args > 4096 { 200 } else { 2000 };
+            let w = median_per_call(21, batch, || {
+                let _ = wasm_run.dispatch(&ctx, &event);
+            });
+            let b = median_per_call(21, batch * 10, || {
+                let _ = native_run.dispatch(&ctx, &event);
+            });
+            println!(
+                "- {n} plugin(s), {} KiB args: wasm {:.2} µs, native {:.3} µs, ratio {:.0}x",
+                args / 1024,
+                w.as_secs_f64() * 1e6,
+                b.as_secs_f64() * 1e6,
+                w.as_secs_f64() / b.as_secs_f64()
+            );
+        }
+    }
+    Ok(())
+}
