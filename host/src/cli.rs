@@ -25,9 +25,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Load and validate plugins; print what each subscribes to and imports.
+    /// Load and validate plugins or plugin directories; print what each
+    /// plugin subscribes to and imports.
     Check {
-        /// Plugin components (`.wasm`).
+        /// Plugin components (`.wasm`) or plugin directories.
         #[arg(required = true)]
         plugins: Vec<PathBuf>,
     },
@@ -36,13 +37,15 @@ enum Command {
         /// A plugin, in stack order (repeatable).
         #[arg(long = "plugin")]
         plugins: Vec<PathBuf>,
-        /// A directory of plugins, stacked in file-name order (after --plugin ones).
+        /// A plugin directory: its hookbox.toml, or every *.wasm in file-name
+        /// order (stacked after the --plugin ones).
         #[arg(long = "plugins")]
         dir: Option<PathBuf>,
         /// Replay the file this many times, each a separate run.
         #[arg(long, default_value_t = 1)]
         runs: u32,
-        /// A plugin setting, `PLUGIN.KEY=VALUE` (repeatable).
+        /// A setting for a --plugin file, `PLUGIN.KEY=VALUE` (repeatable);
+        /// directory plugins take theirs from hookbox.toml.
         #[arg(long = "config", value_name = "PLUGIN.KEY=VALUE")]
         config: Vec<String>,
         /// Events, one JSON object per line; `-` reads stdin.
@@ -103,32 +106,25 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
     let runtime = runtime()?;
     let mut failed = false;
     for path in paths {
-        if !path.is_file() {
-            eprintln!("{}: no such file", path.display());
-            failed = true;
-            continue;
-        }
-        match Plugin::from_file(&runtime, path, PluginOptions::default()) {
-            Ok(plugin) => {
-                let info = plugin.info();
-                let kinds: Vec<&str> = plugin.subscriptions().iter().map(|k| k.name()).collect();
-                println!("{}: ok", path.display());
-                println!("  name:          {}", plugin.name());
-                println!("  size:          {} bytes", info.size_bytes);
-                println!("  subscriptions: {}", or_none(&kinds.join(", ")));
-                println!("  imports:       {}", or_none(&info.imports.join(", ")));
-                println!("  exports:       {}", info.exports.join(", "));
-                if info.uses_wasi {
-                    println!(
-                        "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"
-                    );
+        let ok = if path.is_dir() {
+            check_dir(&runtime, path)
+        } else if path.is_file() {
+            match Plugin::from_file(&runtime, path, PluginOptions::default()) {
+                Ok(plugin) => {
+                    println!("{}: ok", path.display());
+                    describe(&plugin);
+                    true
+                }
+                Err(e) => {
+                    eprintln!("{}: {e}", path.display());
+                    false
                 }
             }
-            Err(e) => {
-                eprintln!("{}: {e}", path.display());
-                failed = true;
-            }
-        }
+        } else {
+            eprintln!("{}: no such file or directory", path.display());
+            false
+        };
+        failed |= !ok;
     }
     Ok(if failed {
         ExitCode::FAILURE
@@ -137,20 +133,71 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
     })
 }
 
+/// Validates a whole plugin directory with its manifest.
+fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
+    let loaded = match crate::directory::load(runtime, dir) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("{e}");
+            return false;
+        }
+    };
+    let source = if loaded.has_manifest {
+        "hookbox.toml"
+    } else {
+        "no manifest: every *.wasm in file-name order"
+    };
+    println!(
+        "{}: {} plugin(s) ({source})",
+        dir.display(),
+        loaded.plugins.len()
+    );
+    for status in &loaded.plugins {
+        let required = if status.required {
+            "required"
+        } else {
+            "optional"
+        };
+        match &status.result {
+            Ok(plugin) => {
+                println!("- {} ({}, {required}): ok", status.name, status.file);
+                describe(plugin);
+            }
+            Err(reason) => eprintln!("- {} ({}, {required}): {reason}", status.name, status.file),
+        }
+    }
+    for file in &loaded.unlisted {
+        println!("- {file}: not in hookbox.toml, not loaded");
+    }
+    loaded.failures().next().is_none()
+}
+
+fn describe(plugin: &Plugin) {
+    let info = plugin.info();
+    let kinds: Vec<&str> = plugin.subscriptions().iter().map(|k| k.name()).collect();
+    println!("  name:          {}", plugin.name());
+    println!("  size:          {} bytes", info.size_bytes);
+    println!("  subscriptions: {}", or_none(&kinds.join(", ")));
+    println!("  imports:       {}", or_none(&info.imports.join(", ")));
+    println!("  exports:       {}", info.exports.join(", "));
+    if info.uses_wasi {
+        println!(
+            "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"
+        );
+    }
+}
+
 fn or_none(s: &str) -> &str {
     if s.is_empty() { "none" } else { s }
 }
 
 fn replay(
-    mut paths: Vec<PathBuf>,
+    paths: Vec<PathBuf>,
     dir: Option<PathBuf>,
     runs: u32,
     settings: &[String],
     events_path: &Path,
 ) -> Result<ExitCode> {
-    if let Some(dir) = dir {
-        paths.extend(plugins_in(&dir)?);
-    }
     let mut configs = parse_settings(settings)?;
     let events = read_events(events_path)?;
     let runtime = runtime()?;
@@ -179,7 +226,12 @@ fn replay(
         }
     }
     if let Some(unknown) = configs.keys().next() {
-        bail!("--config names plugin `{unknown}`, which is not in the stack");
+        bail!("--config names plugin `{unknown}`, which is not among the --plugin files");
+    }
+    if let Some(dir) = dir {
+        // The directory's plugins follow, with its manifest's order, config
+        // and limits; a nested stack composes exactly like its plugins would.
+        stack.push_stack(crate::directory::load(&runtime, &dir)?.stack);
     }
 
     let stdout = std::io::stdout();
@@ -238,21 +290,6 @@ fn parse_settings(settings: &[String]) -> Result<BTreeMap<String, BTreeMap<Strin
             .insert(key.to_owned(), value.to_owned());
     }
     Ok(configs)
-}
-
-/// The `*.wasm` files in `dir`, in file-name order.
-fn plugins_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read plugin directory {}", dir.display()))?
-    {
-        let path = entry?.path();
-        if path.extension().is_some_and(|e| e == "wasm") && path.is_file() {
-            found.push(path);
-        }
-    }
-    found.sort();
-    Ok(found)
 }
 
 /// Reads and parses every line before anything runs, so a typo on line 40

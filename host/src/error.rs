@@ -106,6 +106,8 @@ pub enum Error {
         phase: LoadPhase,
         reason: String,
     },
+    #[error("plugin directory {path}: {reason}")]
+    Directory { path: String, reason: String },
     #[error(transparent)]
     FailClosed(#[from] FailClosed),
 }

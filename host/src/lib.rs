@@ -16,6 +16,9 @@
 //! | [`plugin`] | compiled WASM plugins and their per-run instances |
 //! | [`engine`] | the wasmtime runtime and the epoch ticker |
 //! | [`limits`] | per-plugin limits and their enforcement |
+//! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness |
+//! | [`directory`] | loading a plugin directory safely |
+//! | [`watch`] | hot reload with an atomic swap |
 //! | [`json`] | the JSON forms used by the CLI |
 //! | [`cli`] | the `hookbox` command line |
 //!
@@ -39,6 +42,7 @@
 //! ```
 
 pub mod cli;
+pub mod directory;
 pub mod engine;
 mod error;
 pub mod event;
@@ -46,9 +50,11 @@ pub mod flow;
 mod imports;
 pub mod json;
 pub mod limits;
+pub mod manifest;
 pub mod plugin;
 pub mod rules;
 pub mod stack;
+pub mod watch;
 
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{Cause, Error, FailClosed, LoadPhase};

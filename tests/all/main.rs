@@ -3,7 +3,9 @@
 mod support;
 mod wat;
 
+mod directory;
 mod examples;
 mod fail_closed;
 mod isolation;
 mod loading;
+mod reload;

@@ -5,7 +5,7 @@
 //! the puppet whose config sets `name`. Anything else: continue.
 //!
 //! Commands: `loop`, `grow`, `recurse`, `panic`, `huge`, `log-flood`,
-//! `scratch-flood`, `count`, and `flow:<case>[:<payload>]`.
+//! `scratch-flood`, `count`, `version` (skip with the `version` setting), and `flow:<case>[:<payload>]`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,6 +67,7 @@ fn run(command: &str) -> Flow {
             }
             Flow::Continue
         }
+        "version" => Flow::Skip(config::get_or("version", "?")),
         "count" => {
             let global = CALLS.fetch_add(1, Ordering::Relaxed) + 1;
             let scratch = scratchpad::increment("count", 1);
