@@ -25,6 +25,19 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Keep a plugin directory loaded and reloaded; print each reload;
+    /// with --events, replay events (JSON lines) against the live stack.
+    Watch {
+        /// The plugin directory.
+        dir: PathBuf,
+        /// Events to replay, one JSON object per line; `-` reads stdin. The
+        /// command ends at their end. A blank line starts a new run.
+        #[arg(long)]
+        events: Option<PathBuf>,
+        /// Quiet time after a change before reloading, in milliseconds.
+        #[arg(long, default_value_t = 100)]
+        debounce_ms: u64,
+    },
     /// Load and validate plugins or plugin directories; print what each
     /// plugin subscribes to and imports.
     Check {
@@ -81,6 +94,11 @@ where
     };
     let result = match cli.command {
         Command::Check { plugins } => check(&plugins),
+        Command::Watch {
+            dir,
+            events,
+            debounce_ms,
+        } => watch(&dir, events.as_deref(), debounce_ms),
         Command::Replay {
             plugins,
             dir,
@@ -98,8 +116,99 @@ where
     }
 }
 
+/// The CLI's runtime: the defaults, plus the compile cache in
+/// `$HOOKBOX_CACHE_DIR` (`off` disables it) or the per-user default.
 fn runtime() -> Result<Runtime> {
-    Ok(Runtime::new(RuntimeConfig::default())?)
+    let cache_dir = match std::env::var_os("HOOKBOX_CACHE_DIR") {
+        Some(dir) if dir == "off" => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => crate::cache::default_dir(),
+    };
+    Ok(Runtime::new(RuntimeConfig {
+        cache_dir,
+        ..RuntimeConfig::default()
+    })?)
+}
+
+fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode> {
+    let runtime = runtime()?;
+    let started = std::time::Instant::now();
+    let watcher = Arc::new(crate::watch::DirWatcher::start(
+        &runtime,
+        dir,
+        std::time::Duration::from_millis(debounce_ms),
+    )?);
+    let first = watcher.snapshot();
+    eprintln!(
+        "watching {}: generation 1, {} plugin(s), loaded in {:.1} ms",
+        dir.display(),
+        first.plugins.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    for status in &first.plugins {
+        if let Err(reason) = &status.result {
+            eprintln!("  {} ({}): {reason}", status.name, status.file);
+        }
+    }
+    let reporter = watcher.clone();
+    std::thread::spawn(move || {
+        loop {
+            if let Some(report) = reporter.next_report(std::time::Duration::from_secs(3600)) {
+                eprintln!(
+                    "reload: generation {} in {:.1} ms; compiled [{}]; removed [{}]",
+                    report.generation,
+                    report.took.as_secs_f64() * 1e3,
+                    report.compiled.join(", "),
+                    report.removed.join(", ")
+                );
+                for (what, why) in &report.errors {
+                    eprintln!("  failed: {what}: {why}");
+                }
+            }
+        }
+    });
+    let Some(events) = events else {
+        loop {
+            std::thread::park();
+        }
+    };
+    let (name, reader) = open_events(events)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut runs = 0;
+    let mut run: Option<(crate::Run, HookContext)> = None;
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            run = None;
+            continue;
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        let event: StepEvent = match serde_json::from_str(trimmed) {
+            Ok(event) => event,
+            Err(e) => {
+                eprintln!("{name}:{}: not an event: {e}", index + 1);
+                continue;
+            }
+        };
+        let (current, ctx) = run.get_or_insert_with(|| {
+            runs += 1;
+            let current = watcher.snapshot().stack.start_run(format!("watch-{runs}"));
+            let ctx = current.context(0);
+            (current, ctx)
+        });
+        advance(ctx, &event);
+        let outcome = current.dispatch(ctx, &event);
+        writeln!(out, "{}", crate::json::outcome_json(&outcome))?;
+        out.flush()?;
+        if current.is_over() {
+            run = None;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn check(paths: &[PathBuf]) -> Result<ExitCode> {
@@ -292,19 +401,23 @@ fn parse_settings(settings: &[String]) -> Result<BTreeMap<String, BTreeMap<Strin
     Ok(configs)
 }
 
+/// Opens an events file, or stdin for `-`; returns a name for messages.
+fn open_events(path: &Path) -> Result<(String, Box<dyn BufRead>)> {
+    if path == Path::new("-") {
+        return Ok(("stdin".into(), Box::new(std::io::stdin().lock())));
+    }
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open events file {}", path.display()))?;
+    Ok((
+        path.display().to_string(),
+        Box::new(std::io::BufReader::new(file)),
+    ))
+}
+
 /// Reads and parses every line before anything runs, so a typo on line 40
 /// does not leave a half-replayed session.
 fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
-    let (name, reader): (String, Box<dyn BufRead>) = if path == Path::new("-") {
-        ("stdin".into(), Box::new(std::io::stdin().lock()))
-    } else {
-        let file = std::fs::File::open(path)
-            .with_context(|| format!("cannot open events file {}", path.display()))?;
-        (
-            path.display().to_string(),
-            Box::new(std::io::BufReader::new(file)),
-        )
-    };
+    let (name, reader) = open_events(path)?;
     let mut events = Vec::new();
     for (index, line) in reader.lines().enumerate() {
         let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;

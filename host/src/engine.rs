@@ -9,6 +9,7 @@ use std::time::Duration;
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
+use crate::cache::{CacheStats, CompileCache};
 use crate::error::Error;
 use crate::limits::Limits;
 use crate::plugin::PluginState;
@@ -35,6 +36,9 @@ pub struct RuntimeConfig {
     pub max_memory_bytes: usize,
     /// Limits for plugins that do not set their own.
     pub default_limits: Limits,
+    /// Where compiled components are cached (see [`crate::cache`]); `None`
+    /// compiles every time. [`crate::cache::default_dir`] is the usual place.
+    pub cache_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for RuntimeConfig {
@@ -46,6 +50,7 @@ impl Default for RuntimeConfig {
             max_instances: 1000,
             max_memory_bytes: 1 << 30,
             default_limits: Limits::default(),
+            cache_dir: None,
         }
     }
 }
@@ -62,6 +67,7 @@ pub(crate) struct RuntimeInner {
     pub engine: Engine,
     pub linker: Linker<PluginState>,
     pub config: RuntimeConfig,
+    pub cache: Option<CompileCache>,
 }
 
 impl Runtime {
@@ -103,11 +109,23 @@ impl Runtime {
             start_ticker(&engine, tick)
                 .map_err(|e| Error::Engine(format!("cannot start the epoch ticker thread: {e}")))?;
         }
+        let cache =
+            config
+                .cache_dir
+                .as_deref()
+                .and_then(|dir| match CompileCache::open(dir, &engine) {
+                    Ok(cache) => Some(cache),
+                    Err(reason) => {
+                        tracing::warn!("compile cache off: {reason}");
+                        None
+                    }
+                });
         Ok(Runtime {
             inner: Arc::new(RuntimeInner {
                 engine,
                 linker,
                 config,
+                cache,
             }),
         })
     }
@@ -139,9 +157,24 @@ impl Runtime {
         u64::try_from(ticks).unwrap_or(u64::MAX).saturating_add(1)
     }
 
-    /// Compiles `bytes` (a component, in binary or text form).
+    /// Compile-cache hits and misses, when the cache is on.
+    pub fn cache_stats(&self) -> Option<CacheStats> {
+        self.inner.cache.as_ref().map(CompileCache::stats)
+    }
+
+    /// Compiles `bytes` (a component, in binary or text form), or loads its
+    /// verified compiled form from the cache.
     pub(crate) fn compile(&self, bytes: &[u8]) -> wasmtime::Result<Component> {
-        Component::new(&self.inner.engine, bytes)
+        let engine = &self.inner.engine;
+        let Some(cache) = &self.inner.cache else {
+            return Component::new(engine, bytes);
+        };
+        if let Some(component) = cache.load(engine, bytes) {
+            return Ok(component);
+        }
+        let component = Component::new(engine, bytes)?;
+        cache.store(bytes, &component);
+        Ok(component)
     }
 }
 

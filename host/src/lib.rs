@@ -15,6 +15,7 @@
 //! | [`stack`] | the HookStack, runs and decisions |
 //! | [`plugin`] | compiled WASM plugins and their per-run instances |
 //! | [`engine`] | the wasmtime runtime and the epoch ticker |
+//! | [`cache`] | the verified compile cache |
 //! | [`limits`] | per-plugin limits and their enforcement |
 //! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness |
 //! | [`directory`] | loading a plugin directory safely |
@@ -41,6 +42,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cache;
 pub mod cli;
 pub mod directory;
 pub mod engine;

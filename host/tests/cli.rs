@@ -183,3 +183,69 @@ fn a_plugin_that_cannot_load_fails_every_run_closed() {
     assert_eq!(lines[0]["fail_closed"]["cause"], "load");
     assert_eq!(lines[0]["fail_closed"]["plugin"], "broken");
 }
+
+#[test]
+fn watch_reloads_the_directory_and_replays_stdin_against_the_live_stack() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("hookbox-cli-watch-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(guests::PUPPET, dir.join("guard.wasm")).unwrap();
+    let manifest = |version: &str| {
+        let text = format!(
+            "[[plugin]]\nfile = \"guard.wasm\"\n[plugin.config]\nversion = \"{version}\"\n"
+        );
+        std::fs::write(dir.join("hookbox.toml"), text).unwrap();
+    };
+    manifest("v1");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args([
+            "watch",
+            dir.to_str().unwrap(),
+            "--events",
+            "-",
+            "--debounce-ms",
+            "20",
+        ])
+        .env("HOOKBOX_LOG", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut ask = || {
+        // A blank line first: each question is a new run, on the live stack.
+        stdin
+            .write_all(
+                b"\n{\"event\":\"tool-call\",\"tool_name\":\"puppet:version\",\"args\":\"{}\"}\n",
+            )
+            .unwrap();
+        stdin.flush().unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        serde_json::from_str::<Value>(&line).unwrap()["reason"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(ask(), "v1");
+    manifest("v2");
+    let started = std::time::Instant::now();
+    while ask() != "v2" {
+        assert!(
+            started.elapsed().as_secs() < 20,
+            "the change was never picked up"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(stdin); // end of input: watch ends
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("generation 1") && err.contains("reload: generation 2"),
+        "{err}"
+    );
+}

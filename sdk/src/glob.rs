@@ -8,32 +8,45 @@
 /// assert!(!glob_match("read_*", "write_file"));
 /// ```
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    // Bytes, not chars: no allocation. Literals compare byte by byte (UTF-8
+    // is self-synchronising); `?` and backtracking step whole characters.
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    let char_len = |at: usize| {
+        1 + t[at + 1..]
+            .iter()
+            .take_while(|&&b| b & 0xC0 == 0x80)
+            .count()
+    };
     // Greedy matching with one backtrack point: linear in practice, and never
     // exponential on hostile patterns.
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
         match p.get(pi) {
-            Some('*') => {
+            Some(b'*') => {
                 star = Some((pi, ti));
                 pi += 1;
             }
-            Some(&c) if c == '?' || c == t[ti] => {
+            Some(b'?') => {
+                pi += 1;
+                ti += char_len(ti);
+            }
+            Some(&c) if c == t[ti] => {
                 pi += 1;
                 ti += 1;
             }
             _ => match star {
                 Some((sp, st)) => {
+                    let next = st + char_len(st);
                     pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
+                    ti = next;
+                    star = Some((sp, next));
                 }
                 None => return false,
             },
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p[pi..].iter().all(|&c| c == b'*')
 }
 
 #[cfg(test)]

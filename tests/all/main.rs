@@ -3,6 +3,7 @@
 mod support;
 mod wat;
 
+mod cache;
 mod directory;
 mod examples;
 mod fail_closed;

@@ -38,23 +38,39 @@ fn event(args_bytes: usize) -> StepEvent {
     })
 }
 
-/// The deny-tools logic with its default patterns, as a native hook.
+/// The deny-tools logic with its default patterns, as a native hook: the
+/// same glob matcher (the SDK's, compiled for the host), the same patterns.
 fn native_deny(stack: &mut HookStack, n: usize) {
     const PATTERNS: &[&str] = &[
-        "rm -rf",
-        "rm -fr",
-        "mkfs",
-        "dd if=",
-        "| sh",
-        "| bash",
-        ".ssh/",
-        "/etc/shadow",
+        "*rm -rf*",
+        "*rm -fr*",
+        "*mkfs*",
+        "*dd if=*",
+        "*| sh*",
+        "*| bash*",
+        "*.ssh/*",
+        "*/etc/shadow*",
     ];
     for i in 0..n {
         stack.push_hook(hook_fn(format!("native-{i}"), |_, event| match event {
-            StepEvent::ToolCall(call) if PATTERNS.iter().any(|p| call.args.contains(p)) => {
+            StepEvent::ToolCall(call)
+                if PATTERNS
+                    .iter()
+                    .any(|p| hookbox_sdk::glob_match(p, &call.args)) =>
+            {
                 Flow::skip("denied")
             }
+            _ => Flow::Continue,
+        }));
+    }
+}
+
+/// The puppet's continue path (a prefix check and one `config` import call)
+/// as a native hook: the smallest realistic guard.
+fn native_minimal(stack: &mut HookStack, n: usize) {
+    for i in 0..n {
+        stack.push_hook(hook_fn(format!("native-{i}"), |_, event| match event {
+            StepEvent::ToolCall(call) if call.tool_name.starts_with("puppet:") => Flow::skip("x"),
             _ => Flow::Continue,
         }));
     }
@@ -84,24 +100,24 @@ pub fn run() -> Result<()> {
         guests::DENY_TOOLS.as_ref(),
         PluginOptions::default(),
     )?);
-    let probe = Arc::new(Plugin::from_file(
+    let puppet = Arc::new(Plugin::from_file(
         &runtime,
-        guests::WASI_PROBE.as_ref(),
+        guests::PUPPET.as_ref(),
         PluginOptions::default(),
     )?);
     let small = event(1024);
 
     println!("\n## Per-run instantiation (first event of a run minus a warm event), median");
     for (label, plugin) in [
+        ("puppet (no WASI imports)", &puppet),
         ("deny-tools (no WASI imports)", &deny),
-        ("wasi-probe (wasm32-wasip2)", &probe),
     ] {
         let mut stack = HookStack::new();
         stack.push_plugin(plugin.clone());
         let ctx = stack.start_run("x").context(1);
         let text = StepEvent::TextDelta(Default::default());
-        // A kind the plugins did not subscribe to instantiates nothing, so
-        // first-dispatch cost = instantiate + call.
+        // The first event of a run costs instantiate + call; a warm one,
+        // the call. `text` is a kind these plugins did not subscribe to.
         let cold = median_per_call(21, 200, || {
             let mut run = stack.start_run("r");
             let _ = run.dispatch(&ctx, &small);
@@ -124,36 +140,50 @@ pub fn run() -> Result<()> {
     }
 
     println!("\n## Per event, tool-call, all continue, deadlines on (warm run), median");
-    for args in [1024, 64 * 1024] {
-        let event = event(args);
-        for n in [1, 8] {
-            let mut wasm = HookStack::new();
-            for _ in 0..n {
-                wasm.push_plugin(deny.clone());
+    for (label, plugin, native) in [
+        (
+            "minimal guard (puppet)",
+            &puppet,
+            native_minimal as fn(&mut HookStack, usize),
+        ),
+        (
+            "deny-tools (8 glob patterns over the args)",
+            &deny,
+            native_deny,
+        ),
+    ] {
+        println!("### {label}");
+        for args in [1024, 64 * 1024] {
+            let event = event(args);
+            for n in [1, 8] {
+                let mut wasm = HookStack::new();
+                for _ in 0..n {
+                    wasm.push_plugin(plugin.clone());
+                }
+                let mut native_stack = HookStack::new();
+                native(&mut native_stack, n);
+                let ctx = wasm.start_run("x").context(1);
+                let mut wasm_run = wasm.start_run("w");
+                let mut native_run = native_stack.start_run("n");
+                assert_eq!(
+                    wasm_run.dispatch(&ctx, &event).unwrap().flow,
+                    Flow::Continue
+                );
+                let batch = if args > 4096 { 100 } else { 2000 };
+                let w = median_per_call(21, batch, || {
+                    let _ = wasm_run.dispatch(&ctx, &event);
+                });
+                let b = median_per_call(21, batch * 10, || {
+                    let _ = native_run.dispatch(&ctx, &event);
+                });
+                println!(
+                    "- {n} plugin(s), {} KiB args: wasm {:.2} µs, native {:.3} µs, ratio {:.1}x",
+                    args / 1024,
+                    w.as_secs_f64() * 1e6,
+                    b.as_secs_f64() * 1e6,
+                    w.as_secs_f64() / b.as_secs_f64()
+                );
             }
-            let mut native = HookStack::new();
-            native_deny(&mut native, n);
-            let ctx = wasm.start_run("x").context(1);
-            let mut wasm_run = wasm.start_run("w");
-            let mut native_run = native.start_run("n");
-            assert_eq!(
-                wasm_run.dispatch(&ctx, &event).unwrap().flow,
-                Flow::Continue
-            );
-            let batch = if args > 4096 { 200 } else { 2000 };
-            let w = median_per_call(21, batch, || {
-                let _ = wasm_run.dispatch(&ctx, &event);
-            });
-            let b = median_per_call(21, batch * 10, || {
-                let _ = native_run.dispatch(&ctx, &event);
-            });
-            println!(
-                "- {n} plugin(s), {} KiB args: wasm {:.2} µs, native {:.3} µs, ratio {:.0}x",
-                args / 1024,
-                w.as_secs_f64() * 1e6,
-                b.as_secs_f64() * 1e6,
-                w.as_secs_f64() / b.as_secs_f64()
-            );
         }
     }
     Ok(())
