@@ -186,5 +186,92 @@ pub fn run() -> Result<()> {
             }
         }
     }
+    directory_figures()?;
+    Ok(())
+}
+
+/// Ten distinct components: the guests, each made unique by a custom section
+/// (same code, different bytes, so each is its own cache entry).
+fn ten_plugin_dir(dir: &std::path::Path) -> Result<()> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir)?;
+    let sources: Vec<&str> = guests::ALL
+        .iter()
+        .filter(|(n, _)| *n != "wasi-probe")
+        .map(|(_, p)| *p)
+        .collect();
+    for i in 0..10 {
+        let mut bytes = std::fs::read(sources[i % sources.len()])?;
+        let name = format!("copy-{i}");
+        // A custom section: id 0, size, name length, name.
+        bytes.extend_from_slice(&[0, (name.len() + 1) as u8, name.len() as u8]);
+        bytes.extend_from_slice(name.as_bytes());
+        std::fs::write(dir.join(format!("p{i:02}.wasm")), bytes)?;
+    }
+    Ok(())
+}
+
+fn directory_figures() -> Result<()> {
+    let base = std::env::temp_dir().join(format!("hookbox-bench-{}", std::process::id()));
+    let (dir, cache) = (base.join("plugins"), base.join("cache"));
+    ten_plugin_dir(&dir)?;
+
+    println!("\n## A 10-plugin directory: cold start (compile) vs warm start (compile cache)");
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    for _ in 0..5 {
+        let _ = std::fs::remove_dir_all(&cache);
+        let config = || RuntimeConfig {
+            cache_dir: Some(cache.clone()),
+            ..RuntimeConfig::default()
+        };
+        let start = Instant::now();
+        let runtime = Runtime::new(config())?;
+        let loaded = hookbox::directory::load(&runtime, &dir)?;
+        cold.push(start.elapsed());
+        assert_eq!(loaded.failures().count(), 0);
+        let start = Instant::now();
+        let runtime = Runtime::new(config())?;
+        hookbox::directory::load(&runtime, &dir)?;
+        warm.push(start.elapsed());
+        assert_eq!(runtime.cache_stats().map(|s| s.hits), Some(10));
+    }
+    cold.sort();
+    warm.sort();
+    println!(
+        "- cold {:.1} ms, warm {:.1} ms (medians of 5, runtime creation included): warm is {:.0}x faster",
+        cold[2].as_secs_f64() * 1e3,
+        warm[2].as_secs_f64() * 1e3,
+        cold[2].as_secs_f64() / warm[2].as_secs_f64()
+    );
+
+    println!("\n## Hot reload: from a file change to new runs using it");
+    let runtime = Runtime::new(RuntimeConfig {
+        cache_dir: Some(cache.clone()),
+        ..RuntimeConfig::default()
+    })?;
+    let watcher = hookbox::watch::DirWatcher::start(&runtime, &dir, Duration::from_millis(20))?;
+    let replacement = std::fs::read(guests::DENY_TOOLS)?;
+    let mut latencies = Vec::new();
+    for round in 0..5u8 {
+        let mut bytes = replacement.clone();
+        bytes.extend_from_slice(&[0, 3, 2, b'r', b'0' + round]);
+        let generation = watcher.snapshot().generation;
+        let start = Instant::now();
+        std::fs::write(dir.join("p00.wasm"), &bytes)?;
+        while watcher.snapshot().generation == generation {
+            std::thread::sleep(Duration::from_micros(200));
+            if start.elapsed() > Duration::from_secs(10) {
+                anyhow::bail!("the change was not picked up");
+            }
+        }
+        latencies.push(start.elapsed());
+    }
+    latencies.sort();
+    println!(
+        "- median {:.1} ms (debounce 20 ms + compile of a 29 KB component + swap)",
+        latencies[2].as_secs_f64() * 1e3
+    );
+    let _ = std::fs::remove_dir_all(&base);
     Ok(())
 }
