@@ -207,6 +207,30 @@ mod tests {
     }
 
     #[test]
+    fn the_readme_and_module_examples_parse() {
+        let readme = include_str!("../../README.md");
+        let start = readme.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let end = start + readme[start..].find("```").unwrap();
+        let manifest = Manifest::parse(&readme[start..end]).unwrap();
+        assert_eq!(manifest.plugins.len(), 2);
+        assert!(!manifest.plugins[1].required);
+
+        let docs: String = include_str!("manifest.rs")
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
+            .collect();
+        assert_eq!(
+            Manifest::parse(&docs).unwrap().plugins[0]
+                .limits
+                .deadline_ms,
+            Some(50)
+        );
+    }
+
+    #[test]
     fn a_plugin_without_a_file_is_an_error() {
         let err = Manifest::parse("[[plugin]]\nname = \"x\"\n").unwrap_err();
         assert!(err.contains("file"), "{err}");
