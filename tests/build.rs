@@ -7,17 +7,18 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-/// Guests built for wasm32-unknown-unknown and encoded as components: the
-/// example plugins (`plugins/`) and the test guests (`tests/guests/`).
-const GUESTS: &[&str] = &[
+/// The example guardrails in `plugins/`.
+const EXAMPLES: &[&str] = &[
     "deny-tools",
     "redact-secrets",
     "path-jail",
     "call-budget",
     "inject-context",
     "repair-tools",
-    "puppet",
 ];
+
+/// The test guests in `tests/guests/` built like the examples.
+const TEST_GUESTS: &[&str] = &["puppet"];
 
 /// Guests built for wasm32-wasip2 (components already, importing WASI).
 const WASI_GUESTS: &[&str] = &["wasi-probe"];
@@ -35,12 +36,14 @@ fn main() -> Result<()> {
         .unwrap_or_else(|| root.join("target"));
     let guest_target = target_dir.join("guests");
 
-    cargo_build(&root, &guest_target, "wasm32-unknown-unknown", GUESTS)?;
+    // Built for wasm32-unknown-unknown, then encoded as components.
+    let guests: Vec<&str> = EXAMPLES.iter().chain(TEST_GUESTS).copied().collect();
+    cargo_build(&root, &guest_target, "wasm32-unknown-unknown", &guests)?;
     cargo_build(&root, &guest_target, "wasm32-wasip2", WASI_GUESTS)?;
 
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     let mut constants = String::new();
-    for name in GUESTS {
+    for name in &guests {
         let core = guest_target
             .join("wasm32-unknown-unknown/guest")
             .join(format!("{}.wasm", name.replace('-', "_")));
@@ -71,12 +74,15 @@ fn main() -> Result<()> {
     }
     constants.push_str(&format!(
         "/// Every guest: (name, path).\npub const ALL: &[(&str, &str)] = &[{}];\n",
-        GUESTS
+        guests
             .iter()
             .chain(WASI_GUESTS)
             .map(|n| format!("({n:?}, {})", n.to_uppercase().replace('-', "_")))
             .collect::<Vec<_>>()
             .join(", ")
+    ));
+    constants.push_str(&format!(
+        "/// The names of the example guardrails in `plugins/`.\npub const EXAMPLES: &[&str] = &{EXAMPLES:?};\n"
     ));
     std::fs::write(out_dir.join("guests.rs"), constants)?;
     Ok(())

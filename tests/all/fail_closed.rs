@@ -38,8 +38,29 @@ fn fails_closed(guest: Arc<Plugin>, event: StepEvent, cause: Cause) -> hookbox::
     failure
 }
 
+/// A puppet with a deadline far beyond what its misbehaviour needs, so the
+/// cause under test, not the wall clock, is what stops it.
+fn patient(name: &str) -> Arc<Plugin> {
+    plugin_with(
+        hookbox_tests::guests::PUPPET,
+        &[("name", name)],
+        Some(patient_limits()),
+    )
+}
+
+fn patient_limits() -> Limits {
+    Limits {
+        deadline: std::time::Duration::from_secs(30),
+        ..Default::default()
+    }
+}
+
 fn from_wat(name: &str, bytes: &[u8]) -> Arc<Plugin> {
-    Arc::new(Plugin::from_bytes(runtime(), name, bytes, PluginOptions::default()).expect("loads"))
+    let options = PluginOptions {
+        limits: Some(patient_limits()),
+        ..Default::default()
+    };
+    Arc::new(Plugin::from_bytes(runtime(), name, bytes, options).expect("loads"))
 }
 
 #[test]
@@ -54,13 +75,13 @@ fn a_guest_that_loops_forever_hits_its_deadline() {
 
 #[test]
 fn a_guest_that_grows_memory_without_bound_hits_its_memory_limit() {
-    fails_closed(puppet("hog"), tool_call("hog:grow", "{}"), Cause::Memory);
+    fails_closed(patient("hog"), tool_call("hog:grow", "{}"), Cause::Memory);
 }
 
 #[test]
 fn a_guest_that_recurses_without_bound_exhausts_its_stack() {
     fails_closed(
-        puppet("deep"),
+        patient("deep"),
         tool_call("deep:recurse", "{}"),
         Cause::Stack,
     );
@@ -69,7 +90,7 @@ fn a_guest_that_recurses_without_bound_exhausts_its_stack() {
 #[test]
 fn a_guest_that_panics_traps() {
     fails_closed(
-        puppet("panicky"),
+        patient("panicky"),
         tool_call("panicky:panic", "{}"),
         Cause::Trap,
     );
@@ -78,7 +99,7 @@ fn a_guest_that_panics_traps() {
 #[test]
 fn an_answer_past_the_answer_limit_is_oversized() {
     fails_closed(
-        puppet("big"),
+        patient("big"),
         tool_result("big:huge", "r"),
         Cause::Oversized,
     );
@@ -132,7 +153,7 @@ fn an_answer_with_invalid_utf8_traps() {
 #[test]
 fn a_flow_the_event_does_not_honour_fails_closed() {
     fails_closed(
-        puppet("rogue"),
+        patient("rogue"),
         text_delta("rogue:flow:skip:nope"),
         Cause::UnsupportedFlow,
     );
@@ -141,7 +162,7 @@ fn a_flow_the_event_does_not_honour_fails_closed() {
 #[test]
 fn a_rewrite_args_that_is_not_json_fails_closed() {
     fails_closed(
-        puppet("sloppy"),
+        patient("sloppy"),
         tool_call("sloppy:flow:rewrite-args:{oops", "{}"),
         Cause::InvalidJson,
     );
@@ -160,7 +181,7 @@ fn a_guest_that_grows_a_table_without_bound_hits_its_limit() {
 #[test]
 fn a_guest_flooding_the_log_hits_its_log_limit() {
     fails_closed(
-        puppet("chatty"),
+        patient("chatty"),
         tool_call("chatty:log-flood", "{}"),
         Cause::Limit,
     );
@@ -169,7 +190,7 @@ fn a_guest_flooding_the_log_hits_its_log_limit() {
 #[test]
 fn a_guest_filling_its_scratchpad_hits_its_quota() {
     fails_closed(
-        puppet("hoarder"),
+        patient("hoarder"),
         tool_call("hoarder:scratch-flood", "{}"),
         Cause::Limit,
     );

@@ -4,16 +4,6 @@
 /// Paths of the Rust guests, compiled to components.
 pub mod guests {
     include!(concat!(env!("OUT_DIR"), "/guests.rs"));
-
-    /// The names of the example guardrails in `plugins/`.
-    pub const EXAMPLES: &[&str] = &[
-        "deny-tools",
-        "redact-secrets",
-        "path-jail",
-        "call-budget",
-        "inject-context",
-        "repair-tools",
-    ];
 }
 
 /// Makes a component of the `hookbox:hook/hook` world from a core module in
