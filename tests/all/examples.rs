@@ -225,3 +225,30 @@ fn the_example_session_shows_every_guardrail_acting() {
         ]
     );
 }
+
+#[test]
+fn native_hooks_and_wasm_plugins_compose_in_one_stack() {
+    // A native hook rewrites the arguments; the WASM path-jail sees the
+    // rewrite and jails it; a native auditor after them sees the final args.
+    let mut stack = HookStack::new();
+    stack.push_hook(hookbox::hook_fn("redirect", |_, event| match event {
+        StepEvent::ToolCall(_) => Flow::rewrite_args(r#"{"path":"../secrets"}"#),
+        _ => Flow::Continue,
+    }));
+    stack.push_plugin(plugin(guests::PATH_JAIL, &[("root", "/w")]));
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let auditor_saw = seen.clone();
+    stack.push_hook(hookbox::hook_fn("auditor", move |_, event| {
+        if let StepEvent::ToolCall(call) = event {
+            *auditor_saw.lock().unwrap() = call.args.clone();
+        }
+        Flow::Continue
+    }));
+    let decision = decided(once(&stack, &tool_call("read_file", r#"{"path":"a"}"#)));
+    assert_eq!(
+        decision.flow,
+        Flow::rewrite_args(r#"{"path":"/w/secrets"}"#)
+    );
+    assert_eq!(decision.plugin.as_deref(), Some("path-jail"));
+    assert_eq!(*seen.lock().unwrap(), r#"{"path":"/w/secrets"}"#);
+}
