@@ -18,7 +18,7 @@ const EXAMPLES: &[&str] = &[
 ];
 
 /// The test guests in `tests/guests/` built like the examples.
-const TEST_GUESTS: &[&str] = &["puppet"];
+const TEST_GUESTS: &[&str] = &["puppet", "director"];
 
 /// Guests built for wasm32-wasip2 (components already, importing WASI).
 const WASI_GUESTS: &[&str] = &["wasi-probe"];

@@ -88,7 +88,8 @@ impl fmt::Display for FailClosed {
 
 impl std::error::Error for FailClosed {}
 
-/// Errors from setting up hookbox: building the runtime, loading plugins.
+/// Errors from setting up hookbox (building the runtime, loading plugins,
+/// configuring a runner) and from the models it calls.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -110,6 +111,13 @@ pub enum Error {
     Directory { path: String, reason: String },
     #[error(transparent)]
     FailClosed(#[from] FailClosed),
+    /// A model call failed: unreachable server, HTTP error, bad answer.
+    #[error("model `{model}`: {reason}")]
+    Model { model: String, reason: String },
+    /// The runner was set up wrong: a bad scripted-model file, a workspace
+    /// that does not exist, a tool defined twice.
+    #[error("{0}")]
+    Setup(String),
 }
 
 /// Where loading a plugin failed.

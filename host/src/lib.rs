@@ -20,6 +20,7 @@
 //! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness |
 //! | [`directory`] | loading a plugin directory safely |
 //! | [`watch`] | hot reload with an atomic swap |
+//! | [`runner`] | the agent tool loop, models, tools and loop events |
 //! | [`json`] | the JSON forms used by the CLI |
 //! | [`cli`] | the `hookbox` command line |
 //!
@@ -55,6 +56,7 @@ pub mod limits;
 pub mod manifest;
 pub mod plugin;
 pub mod rules;
+pub mod runner;
 pub mod stack;
 pub mod watch;
 

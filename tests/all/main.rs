@@ -9,4 +9,6 @@ mod examples;
 mod fail_closed;
 mod isolation;
 mod loading;
+mod openai;
 mod reload;
+mod runner;

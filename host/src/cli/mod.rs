@@ -1,6 +1,8 @@
-//! The `hookbox` command line: check plugins, replay recorded events through
-//! a stack. The `hookbox` binary is [`main`]; `cargo demo` runs the same code
-//! in-process.
+//! The `hookbox` command line: run an agent under a plugin directory, check
+//! plugins, replay recorded events through a stack, watch a directory. The
+//! `hookbox` binary is [`main`]; `cargo demo` runs the same code in-process.
+
+mod run;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -25,6 +27,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run an agent: a model and the workspace tools, guarded by plugins.
+    /// Prints the loop's progress live and a summary. Exit status: 0 the
+    /// model finished, 3 a hook terminated the run, 4 the run failed closed,
+    /// 5 it stopped otherwise (invalid tool call, loop, iterations, timeout),
+    /// 1 an error (bad setup, model unreachable).
+    Run(run::RunArgs),
     /// Keep a plugin directory loaded and reloaded; print each reload;
     /// with --events, replay events (JSON lines) against the live stack.
     Watch {
@@ -93,6 +101,7 @@ where
         }
     };
     let result = match cli.command {
+        Command::Run(args) => run::run(args),
         Command::Check { plugins } => check(&plugins),
         Command::Watch {
             dir,
@@ -310,38 +319,7 @@ fn replay(
     let mut configs = parse_settings(settings)?;
     let events = read_events(events_path)?;
     let runtime = runtime()?;
-    let mut stack = HookStack::new();
-    for path in &paths {
-        if !path.is_file() {
-            bail!("{}: no such plugin file", path.display());
-        }
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let options = PluginOptions {
-            config: configs.remove(&name).unwrap_or_default(),
-            ..Default::default()
-        };
-        match Plugin::from_file(&runtime, path, options) {
-            Ok(plugin) => {
-                stack.push_plugin(Arc::new(plugin));
-            }
-            Err(e) => {
-                // A required plugin that cannot load makes the run fail closed.
-                tracing::error!("{e}");
-                stack.push_unloadable(&name, e.to_string());
-            }
-        }
-    }
-    if let Some(unknown) = configs.keys().next() {
-        bail!("--config names plugin `{unknown}`, which is not among the --plugin files");
-    }
-    if let Some(dir) = dir {
-        // The directory's plugins follow, with its manifest's order, config
-        // and limits; a nested stack composes exactly like its plugins would.
-        stack.push_stack(crate::directory::load(&runtime, &dir)?.stack);
-    }
+    let stack = build_stack(&runtime, &paths, dir.as_deref(), &mut configs)?;
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -363,6 +341,49 @@ fn replay(
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A stack of `--plugin` files (with their `--config` settings), then the
+/// `--plugins` directory nested as one stack.
+fn build_stack(
+    runtime: &Runtime,
+    paths: &[PathBuf],
+    dir: Option<&Path>,
+    configs: &mut BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<HookStack> {
+    let mut stack = HookStack::new();
+    for path in paths {
+        if !path.is_file() {
+            bail!("{}: no such plugin file", path.display());
+        }
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let options = PluginOptions {
+            config: configs.remove(&name).unwrap_or_default(),
+            ..Default::default()
+        };
+        match Plugin::from_file(runtime, path, options) {
+            Ok(plugin) => {
+                stack.push_plugin(Arc::new(plugin));
+            }
+            Err(e) => {
+                // A required plugin that cannot load makes the run fail closed.
+                tracing::error!("{e}");
+                stack.push_unloadable(&name, e.to_string());
+            }
+        }
+    }
+    if let Some(unknown) = configs.keys().next() {
+        bail!("--config names plugin `{unknown}`, which is not among the --plugin files");
+    }
+    if let Some(dir) = dir {
+        // The directory's plugins follow, with its manifest's order, config
+        // and limits; a nested stack composes exactly like its plugins would.
+        stack.push_stack(crate::directory::load(runtime, dir)?.stack);
+    }
+    Ok(stack)
 }
 
 /// Keeps the context in step with the recorded session: the turn advances
