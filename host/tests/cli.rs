@@ -249,3 +249,131 @@ fn watch_reloads_the_directory_and_replays_stdin_against_the_live_stack() {
         "{err}"
     );
 }
+
+/// `hookbox run` with a scripted model in a scratch workspace; `--json`
+/// prints the loop events as JSON lines.
+fn run_agent(name: &str, script: &str, extra: &[&str]) -> Output {
+    let script = scratch(&format!("{name}.json"), script.as_bytes());
+    let workspace =
+        std::env::temp_dir().join(format!("hookbox-cli-ws-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&workspace).unwrap();
+    std::fs::write(workspace.join("a.txt"), "hello").unwrap();
+    let model = format!("scripted:{}", script.display());
+    let mut args = vec!["run", "--workspace", workspace.to_str().unwrap()];
+    if !extra.contains(&"--model") {
+        args.extend(["--model", &model]);
+    }
+    args.extend_from_slice(extra);
+    args.push("do the thing");
+    hookbox(&args, "")
+}
+
+const READ_A: &str = r#"{"turns":[{"tool_calls":[{"name":"read_file","arguments":{"path":"a.txt"}}]},{"content":"It says hello."}]}"#;
+
+#[test]
+fn run_drives_the_loop_and_prints_every_loop_event() {
+    let out = run_agent(
+        "finish",
+        READ_A,
+        &["--json", "--plugin", guests::DENY_TOOLS],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let types: Vec<String> = lines(&out)
+        .iter()
+        .map(|l| l["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "iteration-start",
+            "llm-response-received",
+            "tool-execution-start",
+            "tool-execution-end",
+            "iteration-start",
+            "llm-response-received",
+            "run-end"
+        ]
+    );
+    let end = lines(&out).pop().unwrap();
+    assert_eq!(end["status"], "finished");
+    assert_eq!(end["text"], "It says hello.");
+}
+
+#[test]
+fn run_exit_status_says_how_the_run_ended() {
+    // A hook terminates: 3.
+    let budget = &[
+        "--plugin",
+        guests::CALL_BUDGET,
+        "--config",
+        "call-budget.max_calls=0",
+    ];
+    let out = run_agent("terminated", READ_A, budget);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("terminated by `call-budget` at tool-call"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A hook misbehaves: 4, with the diagnostic.
+    let script = r#"{"turns":[{"tool_calls":[{"name":"puppet:panic","arguments":{}}]}]}"#;
+    let out = run_agent("failed", script, &["--plugin", guests::PUPPET]);
+    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("failed closed: plugin `puppet`"),
+        "{}",
+        stdout(&out)
+    );
+
+    // An invalid tool call nobody handles, or a loop: 5.
+    let script = r#"{"turns":[{"tool_calls":[{"name":"rm_rf","arguments":{}}]}]}"#;
+    let out = run_agent("invalid", script, &[]);
+    assert_eq!(out.status.code(), Some(5), "{}", stdout(&out));
+
+    // A model that cannot be reached: 1, naming the server.
+    let out = run_agent(
+        "unreachable",
+        READ_A,
+        &["--model", "openai:m", "--base-url", "http://127.0.0.1:9/v1"],
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("cannot reach http://127.0.0.1:9/v1"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn run_rejects_a_bad_model_spec_and_a_missing_workspace_clearly() {
+    let out = hookbox(&["run", "--model", "gpt-4", "x"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("expected scripted:FILE or openai:NAME"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hookbox(&["run", "--model", "scripted:/nonexistent.json", "x"], "");
+    assert!(
+        stderr(&out).contains("cannot read the script /nonexistent.json"),
+        "{}",
+        stderr(&out)
+    );
+    let out = hookbox(
+        &[
+            "run",
+            "--model",
+            "openai:m",
+            "--workspace",
+            "/nonexistent-ws",
+            "x",
+        ],
+        "",
+    );
+    assert!(
+        stderr(&out).contains("workspace /nonexistent-ws"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -93,6 +93,26 @@ fn path_jail_keeps_every_path_inside_the_root() {
         decided(once(&root, &tool_call("t", r#"{"path":"/.."}"#))).flow,
         Flow::rewrite_args(r#"{"path":"/"}"#)
     );
+    let here = example(guests::PATH_JAIL, &[("root", ".")]);
+    for (path, expected) in [
+        ("notes.txt", None),
+        ("src/a.rs", None),
+        (".", None),
+        ("../../etc/passwd", Some("etc/passwd")),
+        ("/etc/passwd", Some("etc/passwd")),
+        ("..", Some(".")),
+        ("src/../../x", Some("x")),
+    ] {
+        let flow = decided(once(
+            &here,
+            &tool_call("t", &format!(r#"{{"path":"{path}"}}"#)),
+        ))
+        .flow;
+        let expected = expected.map_or(Flow::Continue, |p| {
+            Flow::rewrite_args(format!(r#"{{"path":"{p}"}}"#))
+        });
+        assert_eq!(flow, expected, "{path}");
+    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! `cargo demo`: builds the example plugins (through `hookbox-tests`, whose
 //! build script compiles every guest), copies them into
-//! `target/demo/plugins/`, and replays `examples/session.jsonl` through them
-//! with the `hookbox` CLI.
+//! `target/demo/plugins/` with the manifest of `examples/demo/`, makes a
+//! scratch project in `target/demo/workspace/`, and runs the scripted coding
+//! agent of `examples/demo/session.json` on it with `hookbox run`.
 //!
 //! `cargo xtask plugins DIR` only copies the built example plugins to DIR;
 //! `cargo run --release -p xtask -- bench` prints the core's figures.
@@ -33,30 +34,75 @@ fn main() -> Result<()> {
 }
 
 fn demo(root: &Path) -> Result<()> {
-    let dir = root.join("target/demo/plugins");
-    let names = copy_plugins(&dir)?;
-    println!("example plugins in {}: {}", dir.display(), names.join(", "));
-    let session = root.join("examples/session.jsonl");
-    println!("replaying {}:\n", session.display());
-    for line in std::fs::read_to_string(&session)?
-        .lines()
-        .filter(|l| l.starts_with("//"))
-    {
-        println!("{line}");
-    }
-    // The `hookbox` command itself, in-process:
-    // hookbox replay --plugins target/demo/plugins examples/session.jsonl
-    let args = [
+    let demo = root.join("target/demo");
+    let plugins = demo.join("plugins");
+    let workspace = demo.join("workspace");
+    copy_plugins(&plugins)?;
+    scratch_workspace(&workspace)?;
+    let workspace = workspace.canonicalize()?;
+    // The manifest: order, and each guardrail's settings.
+    std::fs::copy(
+        root.join("examples/demo/hookbox.toml"),
+        plugins.join("hookbox.toml"),
+    )?;
+    let session = root.join("examples/demo/session.json");
+    let prompt = "Tidy up this project: check its configuration and clean the build directory.";
+    println!(
+        "$ hookbox run --plugins {} --model scripted:{} --workspace {} --enable-shell {prompt:?}\n",
+        rel(root, &plugins),
+        rel(root, &session),
+        rel(root, &workspace)
+    );
+    // The `hookbox` command itself, in-process.
+    let model = format!("scripted:{}", session.display());
+    let args: [&std::ffi::OsStr; 10] = [
         "hookbox".as_ref(),
-        "replay".as_ref(),
+        "run".as_ref(),
         "--plugins".as_ref(),
-        dir.as_os_str(),
-        session.as_os_str(),
+        plugins.as_os_str(),
+        "--model".as_ref(),
+        model.as_ref(),
+        "--workspace".as_ref(),
+        workspace.as_os_str(),
+        "--enable-shell".as_ref(),
+        prompt.as_ref(),
     ];
-    if hookbox::cli::main(args) != std::process::ExitCode::SUCCESS {
-        bail!("hookbox replay failed");
+    let code = hookbox::cli::main(args);
+    if code != std::process::ExitCode::SUCCESS {
+        bail!("the demo run did not finish");
     }
     Ok(())
+}
+
+/// A small project to tidy: a README, a `.env` with a (fake) secret, and a
+/// stale build directory.
+fn scratch_workspace(dir: &Path) -> Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir.join("build"))?;
+    std::fs::create_dir_all(dir.join("src"))?;
+    std::fs::write(
+        dir.join("README.md"),
+        "# acme-service\n\nA small web service. Run it with `cargo run`.\n",
+    )?;
+    std::fs::write(
+        dir.join("src/main.rs"),
+        "fn main() {\n    println!(\"hello\");\n}\n",
+    )?;
+    std::fs::write(
+        dir.join(".env"),
+        "DATABASE_URL=postgres://db/app\nOPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\nmaintainer: alice@example.com\n",
+    )?;
+    std::fs::write(dir.join("build/app.o"), "stale")?;
+    Ok(())
+}
+
+fn rel(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
 }
 
 /// Copies the example plugins (not the test guests) into `dir`.

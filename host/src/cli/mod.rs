@@ -75,20 +75,13 @@ enum Command {
 }
 
 /// Runs the command line `args` (the first is the program name); logs go to
-/// stderr, filtered by `HOOKBOX_LOG` (default `hookbox=info,warn`).
+/// stderr, filtered by `HOOKBOX_LOG` (default `hookbox=info,warn`; for `run`,
+/// warnings and guests' logs).
 pub fn main<I, T>(args: I) -> ExitCode
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    // Already set when embedded in a program with its own subscriber: keep it.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG")
-                .unwrap_or_else(|_| "hookbox=info,warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -100,6 +93,20 @@ where
             };
         }
     };
+    // `run` prints its own progress: only guests' logs and problems go to
+    // the log by default.
+    let default_filter = match cli.command {
+        Command::Run(_) => "warn,hookbox::guest=info,hookbox::runner=error",
+        _ => "hookbox=info,warn",
+    };
+    // Already set when embedded in a program with its own subscriber: keep it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG")
+                .unwrap_or_else(|_| default_filter.into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::Check { plugins } => check(&plugins),

@@ -180,7 +180,10 @@ fn print_event(event: &LoopEvent, json: bool) {
         LoopEvent::IterationStart {
             iteration,
             message_count,
-        } => format!("── iteration {iteration} ({message_count} messages)"),
+        } => format!(
+            "── iteration {iteration} ({message_count} message{})",
+            if *message_count == 1 { "" } else { "s" }
+        ),
         LoopEvent::LlmResponseReceived {
             has_tool_calls,
             text_length,
@@ -203,7 +206,13 @@ fn print_event(event: &LoopEvent, json: bool) {
         } => {
             let mark = match outcome {
                 ToolOutcome::Success => "✓".to_owned(),
-                ToolOutcome::Error(e) => format!("✗ {:?}:", e.kind).to_lowercase(),
+                ToolOutcome::Error(e) => format!(
+                    "✗ {}:",
+                    serde_json::to_value(e.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                ),
                 ToolOutcome::Skipped(_) => "· skipped:".into(),
                 ToolOutcome::Denied(_) => "· denied:".into(),
             };

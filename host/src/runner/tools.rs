@@ -200,10 +200,16 @@ impl Workspace {
         &self.root
     }
 
-    /// Resolves a relative path inside the workspace. Absolute paths, `..`
-    /// that climbs out, and symlinks that lead out are refused.
+    /// Resolves a path inside the workspace: relative to it, or absolute
+    /// under it. Other absolute paths, `..` that climbs out, and symlinks
+    /// that lead out are refused.
     pub fn resolve(&self, relative: &str) -> Result<PathBuf, String> {
-        let path = Path::new(relative);
+        let mut path = Path::new(relative);
+        if path.is_absolute() {
+            path = path.strip_prefix(&self.root).map_err(|_| {
+                format!("`{relative}` is outside the workspace; paths are relative to it")
+            })?;
+        }
         let mut inside = PathBuf::new();
         for component in path.components() {
             match component {
@@ -215,9 +221,7 @@ impl Workspace {
                     }
                 }
                 Component::RootDir | Component::Prefix(_) => {
-                    return Err(format!(
-                        "`{relative}` is absolute; paths are relative to the workspace"
-                    ));
+                    return Err(format!("`{relative}` is outside the workspace"));
                 }
             }
         }
@@ -469,7 +473,9 @@ mod tests {
         assert!(ws.resolve("src/main.rs").is_ok());
         assert!(ws.resolve("src/../notes.txt").is_ok());
         assert!(ws.resolve("../etc/passwd").unwrap_err().contains("outside"));
-        assert!(ws.resolve("/etc/passwd").unwrap_err().contains("absolute"));
+        assert!(ws.resolve("/etc/passwd").unwrap_err().contains("outside"));
+        let inside = format!("{}/src/main.rs", ws.root().display());
+        assert_eq!(ws.resolve(&inside).unwrap(), ws.root().join("src/main.rs"));
         std::os::unix::fs::symlink("/etc", dir.join("etc")).unwrap();
         assert!(
             ws.resolve("etc/passwd")

@@ -15,6 +15,8 @@ impl Hook for PathJail {
         let StepEvent::ToolCall(call) = event else {
             return Flow::Continue;
         };
+        // `root = "."`: paths stay relative to the agent's working
+        // directory and only those that would leave it are rewritten.
         let root = config::get_or("root", "/workspace");
         let mut fields = config::list("fields");
         if fields.is_empty() {
@@ -58,6 +60,13 @@ fn jail(root: &str, path: &str) -> String {
             }
             part => parts.push(part),
         }
+    }
+    if root == "." {
+        return if parts.is_empty() {
+            ".".to_owned()
+        } else {
+            parts.join("/")
+        };
     }
     match (parts.is_empty(), root.is_empty()) {
         (true, true) => "/".to_owned(),
