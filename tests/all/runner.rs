@@ -955,3 +955,97 @@ fn the_conversation_keeps_tool_calls_tied_to_their_results() {
     assert_eq!(report.messages[1].tool_calls[0].id, "abc");
     assert_eq!(report.text, "All done.");
 }
+
+/// Every span opened while a test ran: its name and its fields, as text.
+#[derive(Clone, Default)]
+struct Spans(Arc<Mutex<Vec<(String, std::collections::BTreeMap<String, String>)>>>);
+
+struct Fields<'a>(&'a mut std::collections::BTreeMap<String, String>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl Spans {
+    fn index(id: &tracing::span::Id) -> usize {
+        id.into_u64() as usize
+    }
+
+    fn named(&self, name: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+        let spans = self.0.lock().unwrap();
+        spans.iter().filter(|(n, _)| n == name).map(|(_, f)| f.clone()).collect()
+    }
+}
+
+/// A minimal subscriber: spans get ids in creation order.
+impl tracing::Subscriber for Spans {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let mut spans = self.0.lock().unwrap();
+        let mut fields = Default::default();
+        span.record(&mut Fields(&mut fields));
+        spans.push((span.metadata().name().to_owned(), fields));
+        tracing::span::Id::from_u64(spans.len() as u64)
+    }
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        let mut spans = self.0.lock().unwrap();
+        let (_, fields) = &mut spans[Spans::index(span) - 1];
+        values.record(&mut Fields(fields));
+    }
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn telemetry_follows_the_genai_conventions_and_names_each_decision() {
+    let rewrite = director(&[
+        ("tool-call", r#"rewrite-args:{"path":"b.txt","content":"safe"}"#),
+        ("tool-result", "rewrite-result:written"),
+    ]);
+    let setup = Setup::new(
+        calls_then_done(json!([{"id": "w1", "name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}])),
+        &[rewrite],
+    );
+    let spans = Spans::default();
+    let report = tracing::subscriber::with_default(spans.clone(), || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(setup.agent.run("write"))
+    });
+    assert_eq!(report.status, RunStatus::Finished);
+
+    let chats = spans.named("chat");
+    assert_eq!(chats.len(), 2);
+    assert_eq!(chats[0]["gen_ai.operation.name"], "chat");
+    assert_eq!(chats[0]["gen_ai.request.model"], "scripted");
+    assert!(chats[0]["gen_ai.usage.input_tokens"].parse::<u64>().unwrap() > 0);
+    assert!(chats[0]["gen_ai.usage.output_tokens"].parse::<u64>().unwrap() > 0);
+
+    let [tool] = &spans.named("execute_tool")[..] else {
+        panic!("one tool ran")
+    };
+    assert_eq!(tool["gen_ai.operation.name"], "execute_tool");
+    assert_eq!(tool["gen_ai.tool.name"], "write_file");
+    assert_eq!(tool["gen_ai.tool.call.id"], "w1");
+    assert_eq!(tool["gen_ai.tool.call.arguments"], r#"{"path":"b.txt","content":"safe"}"#, "as executed");
+    assert_eq!(tool["gen_ai.tool.call.result"], "written", "as delivered");
+
+    let decisions = spans.named("hook_decision");
+    let rewrote = decisions
+        .iter()
+        .find(|d| d["hookbox.event"] == "tool-call")
+        .unwrap();
+    assert_eq!(rewrote["hookbox.plugin"], "director");
+    assert_eq!(rewrote["hookbox.flow"], "rewrite-args");
+}
