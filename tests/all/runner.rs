@@ -461,6 +461,25 @@ fn an_invalid_call_nobody_handles_fails_the_run() {
 }
 
 #[test]
+fn terminate_on_an_invalid_call_ends_the_run() {
+    let guard = director(&[("invalid-tool-call", "terminate:the model is confused")]);
+    let setup = Setup::new(
+        calls_then_done(json!([{"name": "rm_rf", "arguments": {}}])),
+        &[guard],
+    );
+    let report = setup.run("x");
+    assert_eq!(
+        terminated_at(&report),
+        (
+            EventKind::InvalidToolCall,
+            "the model is confused",
+            Some("director")
+        )
+    );
+    assert!(report.tool_calls.is_empty());
+}
+
+#[test]
 fn retry_discards_the_turn_and_reprompts_with_feedback() {
     let guard = director(&[(
         "invalid-tool-call",
@@ -958,9 +977,11 @@ fn the_conversation_keeps_tool_calls_tied_to_their_results() {
 
 /// Every span opened while a test ran: its name and its fields, as text.
 #[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<(String, std::collections::BTreeMap<String, String>)>>>);
+struct Spans(Arc<Mutex<Vec<(String, SpanFields)>>>);
 
-struct Fields<'a>(&'a mut std::collections::BTreeMap<String, String>);
+type SpanFields = std::collections::BTreeMap<String, String>;
+
+struct Fields<'a>(&'a mut SpanFields);
 
 impl tracing::field::Visit for Fields<'_> {
     fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
@@ -976,9 +997,13 @@ impl Spans {
         id.into_u64() as usize
     }
 
-    fn named(&self, name: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    fn named(&self, name: &str) -> Vec<SpanFields> {
         let spans = self.0.lock().unwrap();
-        spans.iter().filter(|(n, _)| n == name).map(|(_, f)| f.clone()).collect()
+        spans
+            .iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, f)| f.clone())
+            .collect()
     }
 }
 
@@ -1008,11 +1033,16 @@ impl tracing::Subscriber for Spans {
 #[test]
 fn telemetry_follows_the_genai_conventions_and_names_each_decision() {
     let rewrite = director(&[
-        ("tool-call", r#"rewrite-args:{"path":"b.txt","content":"safe"}"#),
+        (
+            "tool-call",
+            r#"rewrite-args:{"path":"b.txt","content":"safe"}"#,
+        ),
         ("tool-result", "rewrite-result:written"),
     ]);
     let setup = Setup::new(
-        calls_then_done(json!([{"id": "w1", "name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}])),
+        calls_then_done(
+            json!([{"id": "w1", "name": "write_file", "arguments": {"path": "a.txt", "content": "x"}}]),
+        ),
         &[rewrite],
     );
     let spans = Spans::default();
@@ -1029,8 +1059,18 @@ fn telemetry_follows_the_genai_conventions_and_names_each_decision() {
     assert_eq!(chats.len(), 2);
     assert_eq!(chats[0]["gen_ai.operation.name"], "chat");
     assert_eq!(chats[0]["gen_ai.request.model"], "scripted");
-    assert!(chats[0]["gen_ai.usage.input_tokens"].parse::<u64>().unwrap() > 0);
-    assert!(chats[0]["gen_ai.usage.output_tokens"].parse::<u64>().unwrap() > 0);
+    assert!(
+        chats[0]["gen_ai.usage.input_tokens"]
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        chats[0]["gen_ai.usage.output_tokens"]
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
 
     let [tool] = &spans.named("execute_tool")[..] else {
         panic!("one tool ran")
@@ -1038,7 +1078,10 @@ fn telemetry_follows_the_genai_conventions_and_names_each_decision() {
     assert_eq!(tool["gen_ai.operation.name"], "execute_tool");
     assert_eq!(tool["gen_ai.tool.name"], "write_file");
     assert_eq!(tool["gen_ai.tool.call.id"], "w1");
-    assert_eq!(tool["gen_ai.tool.call.arguments"], r#"{"path":"b.txt","content":"safe"}"#, "as executed");
+    assert_eq!(
+        tool["gen_ai.tool.call.arguments"], r#"{"path":"b.txt","content":"safe"}"#,
+        "as executed"
+    );
     assert_eq!(tool["gen_ai.tool.call.result"], "written", "as delivered");
 
     let decisions = spans.named("hook_decision");

@@ -93,7 +93,7 @@ impl Offer {
 /// What the hooks made of one call.
 enum Decided {
     /// Run it, or deliver its (skip) result without running it.
-    Call(Pending),
+    Call(Box<Pending>),
     /// Discard the turn; re-prompt with this feedback.
     Retry(String),
 }
@@ -231,7 +231,7 @@ impl<'a> LoopState<'a> {
         for (index, call) in answer.tool_calls.iter().enumerate() {
             let internal_id = format!("{}-t{turn}-c{index}", self.run_id);
             match self.decide_call(turn, call, &internal_id, &offer).await? {
-                Decided::Call(p) => pending.push(p),
+                Decided::Call(p) => pending.push(*p),
                 Decided::Retry(feedback) => {
                     // The turn is discarded: the model tries again with the
                     // feedback, no tool of this turn runs.
@@ -450,7 +450,7 @@ impl<'a> LoopState<'a> {
             duration: Duration::ZERO,
         };
         let not_run = |record: ToolRecord, outcome: ToolOutcome, result: String| {
-            Decided::Call(Pending {
+            Decided::Call(Box::new(Pending {
                 record: ToolRecord {
                     result,
                     outcome,
@@ -460,7 +460,7 @@ impl<'a> LoopState<'a> {
                 run: false,
                 extensions: Value::Object(Default::default()),
                 span: None,
-            })
+            }))
         };
 
         // Invalid calls: unknown, or not allowed this turn.
@@ -588,13 +588,13 @@ impl<'a> LoopState<'a> {
             }
         }
 
-        Ok(Decided::Call(Pending {
+        Ok(Decided::Call(Box::new(Pending {
             record,
             internal_id: internal_id.to_owned(),
             run: true,
             extensions: Value::Object(Default::default()),
             span: None,
-        }))
+        })))
     }
 }
 
