@@ -18,7 +18,11 @@ const EXAMPLES: &[&str] = &[
 ];
 
 /// The test guests in `tests/guests/` built like the examples.
-const TEST_GUESTS: &[&str] = &["puppet", "director"];
+const TEST_GUESTS: &[&str] = &["puppet", "director", "bench-guard"];
+
+/// Plain core modules for other hosts (the benchmarks' Extism peer), built
+/// like the others but not encoded.
+const CORE_GUESTS: &[&str] = &["extism-guard"];
 
 /// Guests built for wasm32-wasip2 (components already, importing WASI).
 const WASI_GUESTS: &[&str] = &["wasi-probe"];
@@ -38,7 +42,8 @@ fn main() -> Result<()> {
 
     // Built for wasm32-unknown-unknown, then encoded as components.
     let guests: Vec<&str> = EXAMPLES.iter().chain(TEST_GUESTS).copied().collect();
-    cargo_build(&root, &guest_target, "wasm32-unknown-unknown", &guests)?;
+    let core_built: Vec<&str> = guests.iter().chain(CORE_GUESTS).copied().collect();
+    cargo_build(&root, &guest_target, "wasm32-unknown-unknown", &core_built)?;
     cargo_build(&root, &guest_target, "wasm32-wasip2", WASI_GUESTS)?;
 
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
@@ -57,6 +62,18 @@ fn main() -> Result<()> {
         let constant = name.to_uppercase().replace('-', "_");
         constants.push_str(&format!(
             "/// The `{name}` guest, as a component.\npub const {constant}: &str = {:?};\n",
+            file.display().to_string()
+        ));
+    }
+    for name in CORE_GUESTS {
+        let built = guest_target
+            .join("wasm32-unknown-unknown/guest")
+            .join(format!("{}.wasm", name.replace('-', "_")));
+        let file = out_dir.join(format!("{name}.wasm"));
+        std::fs::copy(&built, &file).with_context(|| format!("copying {}", built.display()))?;
+        let constant = name.to_uppercase().replace('-', "_");
+        constants.push_str(&format!(
+            "/// The `{name}` guest, a core module (not a hookbox component).\npub const {constant}: &str = {:?};\n",
             file.display().to_string()
         ));
     }

@@ -121,24 +121,31 @@ pub(crate) fn load_with(
     mut reuse: impl FnMut(&PluginEntry, &[u8], &PluginOptions) -> Option<Arc<Plugin>>,
 ) -> Result<LoadedDir, Error> {
     let (entries, has_manifest, unlisted) = plan(dir)?;
+    // Read every file and ask `reuse` first, in order; then compile what is
+    // left in parallel (compilation dominates a cold start).
+    let prepared: Vec<Prepared> = entries
+        .into_iter()
+        .map(|entry| {
+            let name = entry.name();
+            let options = PluginOptions {
+                limits: Some(entry.limits.apply(&runtime.config().default_limits)),
+                config: entry.config_text(),
+            };
+            let state = match read_inside(dir, &entry.file) {
+                Err(reason) => Ready(Err(reason)),
+                Ok(bytes) => match reuse(&entry, &bytes, &options) {
+                    Some(plugin) => Ready(Ok(plugin)),
+                    None => Compile(bytes, options),
+                },
+            };
+            Prepared { entry, name, state }
+        })
+        .collect();
+    let results = compile_all(runtime, prepared);
+
     let mut stack = HookStack::new();
-    let mut plugins = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let name = entry.name();
-        let options = PluginOptions {
-            limits: Some(entry.limits.apply(&runtime.config().default_limits)),
-            config: entry.config_text(),
-        };
-        let result =
-            read_inside(dir, &entry.file).and_then(|bytes| match reuse(&entry, &bytes, &options) {
-                Some(plugin) => Ok(plugin),
-                None => Plugin::from_bytes(runtime, &name, &bytes, options)
-                    .map(Arc::new)
-                    .map_err(|e| match e {
-                        Error::Load { phase, reason, .. } => format!("{phase}: {reason}"),
-                        other => other.to_string(),
-                    }),
-            });
+    let mut plugins = Vec::with_capacity(results.len());
+    for (entry, name, result) in results {
         match &result {
             Ok(plugin) => {
                 stack.push_plugin(plugin.clone());
@@ -172,6 +179,77 @@ pub(crate) fn load_with(
         has_manifest,
         unlisted,
     })
+}
+
+/// A directory entry on its way to a plugin.
+struct Prepared {
+    entry: PluginEntry,
+    name: String,
+    state: PreparedState,
+}
+
+enum PreparedState {
+    /// Reused, or failed before compiling.
+    Ready(Result<Arc<Plugin>, String>),
+    Compile(Vec<u8>, PluginOptions),
+}
+
+use PreparedState::{Compile, Ready};
+
+/// Compiles the entries that need it on up to one thread per core, and
+/// returns every entry with its result, in order.
+fn compile_all(
+    runtime: &Runtime,
+    prepared: Vec<Prepared>,
+) -> Vec<(PluginEntry, String, Result<Arc<Plugin>, String>)> {
+    let compile = |name: &str, bytes: &[u8], options: &PluginOptions| {
+        Plugin::from_bytes(runtime, name, bytes, options.clone())
+            .map(Arc::new)
+            .map_err(|e| match e {
+                Error::Load { phase, reason, .. } => format!("{phase}: {reason}"),
+                other => other.to_string(),
+            })
+    };
+    let pending = prepared
+        .iter()
+        .filter(|p| matches!(p.state, Compile(..)))
+        .count();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(pending);
+    let compiled: Vec<std::sync::Mutex<Option<Result<Arc<Plugin>, String>>>> =
+        prepared.iter().map(|_| Default::default()).collect();
+    if threads > 1 {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = prepared.get(i) else { break };
+                        if let Compile(bytes, options) = &item.state {
+                            let result = compile(&item.name, bytes, options);
+                            if let Ok(mut slot) = compiled[i].lock() {
+                                *slot = Some(result);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    }
+    prepared
+        .into_iter()
+        .zip(compiled)
+        .map(|(item, slot)| {
+            let done = slot.into_inner().ok().flatten();
+            let result = match (item.state, done) {
+                (_, Some(result)) | (Ready(result), None) => result,
+                (Compile(bytes, options), None) => compile(&item.name, &bytes, &options),
+            };
+            (item.entry, item.name, result)
+        })
+        .collect()
 }
 
 /// The `*.wasm` file names in `dir`, sorted.

@@ -261,6 +261,24 @@ impl Run {
         self.ended.is_some()
     }
 
+    /// Instantiates every plugin of the run now instead of at its first
+    /// event, so the cost (and any failure to start) comes up front.
+    ///
+    /// # Errors
+    /// [`FailClosed`] naming the first plugin that could not start; the run
+    /// is then over.
+    pub fn instantiate_all(&mut self) -> Result<(), FailClosed> {
+        if let Some(Err(failure)) = &self.ended {
+            return Err(failure.clone());
+        }
+        let ctx = self.context(0);
+        let result = instantiate_slots(&mut self.slots, &ctx.run_id);
+        if let Err(failure) = &result {
+            self.ended = Some(Err(failure.clone()));
+        }
+        result
+    }
+
     /// Asks the stack about one event.
     ///
     /// Once the run is over, every later call returns the outcome that ended
@@ -382,6 +400,34 @@ fn chain(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKi
         },
         None => Decision::of(Flow::Continue),
     })
+}
+
+fn instantiate_slots(slots: &mut [Slot], run_id: &str) -> Result<(), FailClosed> {
+    for slot in slots {
+        match slot {
+            Slot::Plugin { plugin, instance } => {
+                if let Instance::NotStarted = instance {
+                    match plugin.instantiate(run_id) {
+                        Ok(live) => *instance = Instance::Live(live),
+                        Err(failure) => {
+                            *instance = Instance::Dead;
+                            return Err(failure);
+                        }
+                    }
+                }
+            }
+            Slot::Stack { slots, .. } => instantiate_slots(slots, run_id)?,
+            Slot::Unloadable { name, reason } => {
+                return Err(FailClosed::new(
+                    name,
+                    Cause::Load,
+                    format!("required plugin could not be loaded: {reason}"),
+                ));
+            }
+            Slot::Native { .. } => {}
+        }
+    }
+    Ok(())
 }
 
 impl Slot {

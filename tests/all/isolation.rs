@@ -120,3 +120,25 @@ fn one_runaway_guest_does_not_stall_other_runs() {
         hookbox::Cause::Deadline
     );
 }
+
+#[test]
+fn instantiate_all_starts_every_plugin_up_front_or_fails_closed() {
+    let mut stack =
+        crate::support::stack(&[crate::support::puppet("a"), crate::support::puppet("b")]);
+    let mut run = stack.start_run("eager");
+    run.instantiate_all().expect("both start");
+    let decision = crate::support::decided(crate::support::dispatch(
+        &mut run,
+        &crate::support::tool_call("b:flow:skip:eager", "{}"),
+    ));
+    assert_eq!(decision.flow, hookbox::Flow::skip("eager"));
+
+    stack.push_unloadable("broken", "not a component");
+    let mut run = stack.start_run("eager-2");
+    let failure = run.instantiate_all().unwrap_err();
+    assert_eq!(
+        (&*failure.plugin, failure.cause),
+        ("broken", hookbox::Cause::Load)
+    );
+    assert!(run.is_over());
+}

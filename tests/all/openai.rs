@@ -399,3 +399,17 @@ fn an_unreachable_server_is_named_in_the_error() {
         "{message}"
     );
 }
+
+#[test]
+fn a_stream_that_ends_without_done_or_a_final_newline_is_whole() {
+    let fixture = Fixture::new(vec![Reply::Raw(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\r\n\r\ndata: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}",
+    )]);
+    let report = fixture.run(HookStack::new(), true);
+    assert_eq!(report.status, RunStatus::Finished, "{}", report.status);
+    assert_eq!(report.text, "Hello");
+    assert_eq!(
+        report.usage.output_tokens, 1,
+        "the last, unterminated line counted"
+    );
+}

@@ -262,6 +262,10 @@ fn terminate_on_the_response_events_ends_the_run() {
         let report = setup.run("x");
         assert_eq!(terminated_at(&report).0.name(), kind);
         assert!(!setup.workspace.join("a").exists(), "{kind}: no tool ran");
+        assert_eq!(
+            report.text, "",
+            "{kind}: a blocked answer is not the run's text"
+        );
     }
 }
 
@@ -421,7 +425,10 @@ fn terminate_on_a_tool_result_ends_the_run() {
         ("tool-result.when", "hunter2"),
     ]);
     let setup = Setup::new(
-        calls_then_done(json!([{"name": "read_file", "arguments": {"path": "notes.txt"}}])),
+        calls_then_done(json!([
+            {"name": "read_file", "arguments": {"path": "notes.txt"}},
+            {"name": "list_files", "arguments": {}},
+        ])),
         &[guard],
     );
     let report = setup.run("read");
@@ -430,6 +437,11 @@ fn terminate_on_a_tool_result_ends_the_run() {
         (EventKind::ToolResult, "leak", Some("director"))
     );
     assert_eq!(setup.requests().len(), 1, "the model never saw the result");
+    assert_eq!(
+        report.tool_calls.len(),
+        2,
+        "every call that ran stays on the record"
+    );
 }
 
 // invalid-tool-call: fail (default), retry, repair, skip, terminate
@@ -960,6 +972,27 @@ fn loop_events_arrive_in_order_by_callback_and_by_stream() {
     let json = serde_json::to_value(&streamed[3]).unwrap();
     assert_eq!(json["type"], "tool-execution-end");
     assert!(json["duration"].is_f64());
+}
+
+#[test]
+fn hooks_and_the_tool_read_the_same_arguments() {
+    // A duplicate key: the tool would take the last; so do the hooks.
+    let guard = director(&[
+        ("tool-call", "skip:no deleting"),
+        ("tool-call.when", "rm -rf"),
+    ]);
+    let setup = Setup::new(
+        calls_then_done(
+            json!([{"name": "write_file", "arguments": r#"{"path":"a","content":"ok","content":"rm -rf ~"}"#}]),
+        ),
+        &[guard],
+    );
+    let report = setup.run("x");
+    assert_eq!(
+        report.tool_calls[0].outcome,
+        ToolOutcome::Denied("no deleting".into())
+    );
+    assert!(!setup.workspace.join("a").exists());
 }
 
 #[test]

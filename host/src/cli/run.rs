@@ -17,6 +17,13 @@ use crate::runner::{
     RunStatus, ScriptedModel, ShellTool, ToolSet, Workspace,
 };
 
+/// `println!` that does not panic when stdout is closed (`| head`).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 #[derive(Args)]
 pub struct RunArgs {
     /// The model: `scripted:FILE` plays a recorded conversation;
@@ -27,9 +34,10 @@ pub struct RunArgs {
     /// http://localhost:11434/v1 for Ollama.
     #[arg(long, default_value = "https://api.openai.com/v1")]
     base_url: String,
-    /// The environment variable holding the API key (unset: no key is sent).
-    #[arg(long, default_value = "OPENAI_API_KEY")]
-    api_key_env: String,
+    /// The environment variable holding the API key. Without this flag,
+    /// $OPENAI_API_KEY is used, but only over https or to this machine.
+    #[arg(long)]
+    api_key_env: Option<String>,
     /// A plugin directory guarding the run.
     #[arg(long = "plugins")]
     dir: Option<PathBuf>,
@@ -125,7 +133,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         agent = agent.preamble(preamble.clone());
     }
     if !json {
-        println!(
+        say!(
             "hookbox run: model {}, workspace {}, {} tool(s)\n",
             agent.model.name(),
             workspace.root().display(),
@@ -138,7 +146,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     let report = tokio.block_on(agent.run(&args.prompt));
     if json {
-        println!(
+        say!(
             "{}",
             serde_json::json!({"type": "run-end", "status": report.status.name(), "detail": report.status.to_string(), "text": report.text})
         );
@@ -159,7 +167,21 @@ fn model(args: &RunArgs) -> Result<Arc<dyn Model>> {
         return Ok(Arc::new(ScriptedModel::from_file(file.as_ref())?));
     }
     if let Some(name) = args.model.strip_prefix("openai:") {
-        let key = std::env::var(&args.api_key_env).ok();
+        let key = match &args.api_key_env {
+            Some(var) => {
+                Some(std::env::var(var).with_context(|| format!("--api-key-env {var}: not set"))?)
+            }
+            None if key_may_travel(&args.base_url) => std::env::var("OPENAI_API_KEY").ok(),
+            None => {
+                if std::env::var_os("OPENAI_API_KEY").is_some() {
+                    tracing::warn!(
+                        "not sending $OPENAI_API_KEY to {} (plain http to another machine); pass --api-key-env OPENAI_API_KEY to send it anyway",
+                        args.base_url
+                    );
+                }
+                None
+            }
+        };
         return Ok(Arc::new(
             OpenAiModel::new(&args.base_url, name)?.api_key(key),
         ));
@@ -168,6 +190,23 @@ fn model(args: &RunArgs) -> Result<Arc<dyn Model>> {
         "--model {}: expected scripted:FILE or openai:NAME, e.g. openai:gpt-4o-mini",
         args.model
     )
+}
+
+/// Whether the default API key may go to `base_url`: over TLS, or to this
+/// machine.
+fn key_may_travel(base_url: &str) -> bool {
+    let Some(rest) = base_url.strip_prefix("http://") else {
+        return base_url.starts_with("https://");
+    };
+    let host = rest.split(['/', '?']).next().unwrap_or_default();
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }
 
 fn print_event(event: &LoopEvent, json: bool) {
@@ -260,12 +299,12 @@ fn summary(report: &RunReport) {
         *by_outcome.entry(key).or_default() += 1;
     }
     let calls: Vec<String> = by_outcome.iter().map(|(k, n)| format!("{n} {k}")).collect();
-    println!();
+    say!("");
     if !report.text.is_empty() {
-        println!("{}\n", report.text.trim_end());
+        say!("{}\n", report.text.trim_end());
     }
-    println!("run {}: {}", report.run_id, report.status);
-    println!(
+    say!("run {}: {}", report.run_id, report.status);
+    say!(
         "  {} iteration(s); {} tool call(s) ({}); {} tokens in, {} out",
         report.iterations,
         report.tool_calls.len(),
@@ -285,4 +324,17 @@ fn one_line(text: &str, max: usize) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect();
     crate::runner::cut(&flat, max)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_default_key_goes_only_over_tls_or_to_this_machine() {
+        use super::key_may_travel;
+        assert!(key_may_travel("https://api.openai.com/v1"));
+        assert!(key_may_travel("http://localhost:11434/v1"));
+        assert!(key_may_travel("http://127.0.0.1:8000/v1"));
+        assert!(!key_may_travel("http://lan-box:11434/v1"));
+        assert!(!key_may_travel("http://localhost.evil.com/v1"));
+    }
 }

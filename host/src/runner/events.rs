@@ -93,7 +93,7 @@ mod millis {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let ms = f64::deserialize(d)?;
-        Ok(Duration::from_secs_f64(ms.max(0.0) / 1000.0))
+        Duration::try_from_secs_f64(ms / 1000.0).map_err(serde::de::Error::custom)
     }
 }
 

@@ -180,17 +180,25 @@ impl ToolCallAssembler {
         if let Some(id) = id.filter(|id| !id.is_empty()) {
             call.id = id.to_owned();
         }
-        if let Some(name) = name {
-            call.name.push_str(name);
+        // The name comes whole with the first piece; servers that repeat it
+        // later are not concatenated.
+        if let Some(name) = name.filter(|n| !n.is_empty())
+            && call.name.is_empty()
+        {
+            call.name = name.to_owned();
         }
         call.arguments.push_str(arguments);
         call
     }
 
-    /// The whole calls, in index order; calls the model sent without an id
-    /// get `call_<index>`.
-    pub fn finish(mut self) -> Vec<ToolCallRequest> {
-        self.calls.sort_by_key(|(index, _)| *index);
+    /// Where the call with this stream index is in [`Self::finish`]'s list.
+    pub fn position(&self, index: usize) -> Option<usize> {
+        self.calls.iter().position(|(i, _)| *i == index)
+    }
+
+    /// The whole calls, in the order they started; calls the model sent
+    /// without an id get `call_<index>`.
+    pub fn finish(self) -> Vec<ToolCallRequest> {
         self.calls
             .into_iter()
             .map(|(index, mut call)| {
@@ -210,9 +218,9 @@ mod tests {
     #[test]
     fn tool_call_pieces_assemble_by_index() {
         let mut calls = ToolCallAssembler::default();
+        calls.push(0, Some("a"), Some("read_file"), "{\"pa");
         calls.push(1, Some("b"), Some("list_files"), "");
-        calls.push(0, Some("a"), Some("read_"), "{\"pa");
-        calls.push(0, None, Some("file"), "th\":");
+        calls.push(0, None, Some("read_file"), "th\":");
         calls.push(1, None, None, "{}");
         calls.push(0, None, None, "\"x\"}");
         let calls = calls.finish();

@@ -166,6 +166,19 @@ impl OpenAiModel {
     }
 }
 
+/// The longest event-stream line accepted.
+const MAX_LINE: usize = 16 << 20;
+
+/// Request fields the runner owns; additional params cannot override them.
+const RESERVED: &[&str] = &[
+    "model",
+    "messages",
+    "tools",
+    "tool_choice",
+    "stream",
+    "stream_options",
+];
+
 type Bytes = BoxStream<'static, reqwest::Result<Vec<u8>>>;
 
 /// Reads a chat-completions event stream: `data: {chunk}` lines until
@@ -211,12 +224,28 @@ fn sse(model: OpenAiModel, body: Bytes) -> ChunkStream {
                         if let Err(e) = state.lines() {
                             return Some((Err(e), None));
                         }
+                        if state.buffer.len() > MAX_LINE {
+                            let e = state
+                                .model
+                                .error(format!("a stream line is longer than {MAX_LINE} bytes"));
+                            return Some((Err(e), None));
+                        }
                     }
                     Some(Err(e)) => {
                         let e = state.model.error(format!("the stream broke: {e}"));
                         return Some((Err(e), None));
                     }
                     None => {
+                        // A last line without its newline.
+                        if !state.buffer.is_empty() {
+                            state.buffer.push(b'\n');
+                            if let Err(e) = state.lines() {
+                                return Some((Err(e), None));
+                            }
+                        }
+                        if state.done {
+                            continue; // it was `[DONE]`
+                        }
                         // Some servers close without `[DONE]`; a stream that
                         // said why it finished is whole.
                         if state.finish_reason.is_some() {
@@ -368,6 +397,10 @@ pub fn request_body(request: &ModelRequest) -> Value {
         body.insert("stream_options".into(), json!({"include_usage": true}));
     }
     for (key, value) in &request.additional_params {
+        if RESERVED.contains(&key.as_str()) {
+            tracing::warn!(key, "additional param ignored: the runner sets it");
+            continue;
+        }
         body.insert(key.clone(), value.clone());
     }
     Value::Object(body)

@@ -179,7 +179,6 @@ impl<'a> LoopState<'a> {
 
         // 2. the model
         let answer = self.call_model(turn, request).await?;
-        self.text = answer.content.clone();
         if let Some(usage) = answer.usage {
             self.usage.input_tokens += usage.input_tokens;
             self.usage.output_tokens += usage.output_tokens;
@@ -220,6 +219,8 @@ impl<'a> LoopState<'a> {
             .ask(self.hooks.context(turn, streaming), event)
             .await?;
 
+        // Only an answer every hook let through is the run's text.
+        self.text = answer.content.clone();
         if answer.tool_calls.is_empty() {
             self.messages
                 .push(ChatMessage::new(Role::Assistant, answer.content));
@@ -251,7 +252,8 @@ impl<'a> LoopState<'a> {
         execute(self.agent, &self.events, &mut pending).await;
 
         // 6. tool-result, in order
-        for mut call in pending {
+        let mut pending = pending.into_iter();
+        while let Some(mut call) = pending.next() {
             let args = call.record.args.clone();
             let span = call.span.take();
             let event = StepEvent::ToolResult(ToolResult {
@@ -270,7 +272,10 @@ impl<'a> LoopState<'a> {
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(status) => {
+                    // Every call of the turn ran or was decided: all of them
+                    // stay on the record.
                     self.tool_calls.push(call.record);
+                    self.tool_calls.extend(pending.map(|p| p.record));
                     return Err(status);
                 }
             };
@@ -396,12 +401,17 @@ impl<'a> LoopState<'a> {
                         name,
                         arguments,
                     } => {
-                        let call = calls.push(index, id.as_deref(), name.as_deref(), &arguments);
+                        let (call_id, call_name) = {
+                            let call =
+                                calls.push(index, id.as_deref(), name.as_deref(), &arguments);
+                            (call.id.clone(), call.name.clone())
+                        };
+                        let position = calls.position(index).unwrap_or(index);
                         if self.hooks.wants(EventKind::ToolCallDelta) {
                             let event = StepEvent::ToolCallDelta(ToolCallDelta {
-                                tool_call_id: call.id.clone(),
-                                internal_call_id: format!("{}-t{turn}-c{index}", self.run_id),
-                                tool_name: (!call.name.is_empty()).then(|| call.name.clone()),
+                                tool_call_id: call_id,
+                                internal_call_id: format!("{}-t{turn}-c{position}", self.run_id),
+                                tool_name: (!call_name.is_empty()).then_some(call_name),
                                 delta: arguments,
                             });
                             self.hooks
@@ -428,6 +438,13 @@ impl<'a> LoopState<'a> {
         Ok(answer)
     }
 
+    /// A call that does not run breaks a streak of identical calls.
+    fn streak_broken(&mut self, decided: Decided) -> Decided {
+        self.last_call = None;
+        self.repeats = 0;
+        decided
+    }
+
     /// Takes one tool call through invalid-tool-call (until valid), the
     /// tool-call chain and loop detection.
     async fn decide_call(
@@ -438,12 +455,16 @@ impl<'a> LoopState<'a> {
         offer: &Offer,
     ) -> Result<Decided, RunStatus> {
         let streaming = self.agent.config.stream;
+        // Hooks, loop detection and the tool all see one reading of the
+        // arguments: valid JSON is re-serialised (a duplicate key cannot
+        // mean one thing to a guard and another to the tool).
+        let args = canonical_json(&call.arguments);
         let mut record = ToolRecord {
             call_id: call.id.clone(),
             emitted_name: call.name.clone(),
             tool_name: call.name.clone(),
             emitted_args: call.arguments.clone(),
-            args: call.arguments.clone(),
+            args: args.clone(),
             result: String::new(),
             outcome: ToolOutcome::Success,
             executed: false,
@@ -480,7 +501,7 @@ impl<'a> LoopState<'a> {
                 tool_name: name.clone(),
                 tool_call_id: Some(call.id.clone()),
                 internal_call_id: Some(internal_id.to_owned()),
-                args: is_json(&call.arguments).then(|| call.arguments.clone()),
+                args: is_json(&args).then(|| args.clone()),
                 available_tools: self.agent.tools.names().map(str::to_owned).collect(),
                 allowed_tools: offer.allowed.clone(),
                 tool_choice: Some(offer.choice.clone()),
@@ -492,11 +513,11 @@ impl<'a> LoopState<'a> {
             match decision.flow {
                 Flow::Retry(feedback) => return Ok(Decided::Retry(feedback)),
                 Flow::Skip(reason) => {
-                    return Ok(not_run(
+                    return Ok(self.streak_broken(not_run(
                         record,
                         ToolOutcome::Skipped(reason.clone()),
                         reason,
-                    ));
+                    )));
                 }
                 Flow::Repair(new_name) if repairs < self.agent.config.max_repairs => {
                     repairs += 1;
@@ -526,7 +547,7 @@ impl<'a> LoopState<'a> {
             tool_name: record.tool_name.clone(),
             tool_call_id: Some(call.id.clone()),
             internal_call_id: internal_id.to_owned(),
-            args: call.arguments.clone(),
+            args,
         });
         let decision = self
             .hooks
@@ -538,7 +559,11 @@ impl<'a> LoopState<'a> {
                 if let Some(rewritten) = decision.rewritten {
                     record.args = rewritten;
                 }
-                return Ok(not_run(record, ToolOutcome::Denied(reason.clone()), reason));
+                return Ok(self.streak_broken(not_run(
+                    record,
+                    ToolOutcome::Denied(reason.clone()),
+                    reason,
+                )));
             }
             _ => {}
         }
@@ -552,6 +577,7 @@ impl<'a> LoopState<'a> {
             self.repeats = 1;
         }
         if let Some(LoopDetection { threshold, action }) = self.agent.config.loop_detection
+            && threshold >= 2
             && self.repeats >= threshold
         {
             let count = self.repeats;
@@ -595,6 +621,15 @@ impl<'a> LoopState<'a> {
             extensions: Value::Object(Default::default()),
             span: None,
         })))
+    }
+}
+
+/// Valid JSON re-serialised (duplicate keys collapse to the last, as the
+/// tool will read them); anything else as it is.
+fn canonical_json(text: &str) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => value.to_string(),
+        Err(_) => text.to_owned(),
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::Error;
 use crate::event::{ToolError, ToolErrorKind, ToolOutcome};
@@ -225,23 +226,27 @@ impl Workspace {
                 }
             }
         }
-        let full = self.root.join(&inside);
-        // The deepest part that exists must resolve (symlinks followed) to
-        // somewhere inside the root.
-        let mut existing = full.as_path();
-        while !existing.exists() {
-            existing = match existing.parent() {
-                Some(parent) => parent,
-                None => break,
-            };
+        // Walk it from the root: every symlink on the way must lead to
+        // something that exists inside the root (a dangling link could be
+        // followed out by a write).
+        let mut walked = self.root.clone();
+        for part in inside.iter() {
+            walked.push(part);
+            match std::fs::symlink_metadata(&walked) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let target = walked.canonicalize().map_err(|_| {
+                        format!("`{relative}` goes through a symlink that leads nowhere")
+                    })?;
+                    if !target.starts_with(&self.root) {
+                        return Err(format!("`{relative}` leads outside the workspace"));
+                    }
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                Err(e) => return Err(format!("`{relative}`: {e}")),
+            }
         }
-        let real = existing
-            .canonicalize()
-            .map_err(|e| format!("`{relative}`: {e}"))?;
-        if !real.starts_with(&self.root) {
-            return Err(format!("`{relative}` leads outside the workspace"));
-        }
-        Ok(full)
+        Ok(self.root.join(&inside))
     }
 
     /// `read_file`, `list_files` and `write_file` on this workspace.
@@ -312,17 +317,33 @@ impl WorkspaceTool {
             ToolOutput::error(kind, format!("{path}: {e}"))
         };
         match self.op {
-            FileOp::Read => match tokio::fs::read(&full).await {
-                Ok(bytes) => {
-                    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(READ_LIMIT)]);
-                    let mut text = text.into_owned();
-                    if bytes.len() > READ_LIMIT {
-                        text.push_str(&format!("\n[cut: {} bytes in all]", bytes.len()));
+            FileOp::Read => {
+                // Regular files only (a FIFO would block forever), and never
+                // more than the limit in memory.
+                let size = match tokio::fs::metadata(&full).await {
+                    Ok(meta) if meta.is_file() => meta.len(),
+                    Ok(_) => {
+                        return ToolOutput::error(
+                            ToolErrorKind::InvalidArgs,
+                            format!("{path} is not a regular file"),
+                        );
                     }
-                    ToolOutput::success(text).with_extensions(json!({"bytes": bytes.len()}))
+                    Err(e) => return io(e),
+                };
+                let mut bytes = Vec::new();
+                let read = match tokio::fs::File::open(&full).await {
+                    Ok(file) => file.take(READ_LIMIT as u64).read_to_end(&mut bytes).await,
+                    Err(e) => Err(e),
+                };
+                if let Err(e) = read {
+                    return io(e);
                 }
-                Err(e) => io(e),
-            },
+                let mut text = String::from_utf8_lossy(&bytes).into_owned();
+                if size > READ_LIMIT as u64 {
+                    text.push_str(&format!("\n[cut: {size} bytes in all]"));
+                }
+                ToolOutput::success(text).with_extensions(json!({"bytes": size}))
+            }
             FileOp::List => {
                 let mut entries = match tokio::fs::read_dir(&full).await {
                     Ok(entries) => entries,
@@ -352,7 +373,20 @@ impl WorkspaceTool {
                 {
                     return io(e);
                 }
-                match tokio::fs::write(&full, content).await {
+                // O_NOFOLLOW: a symlink swapped in since `resolve` is not
+                // followed.
+                let opened = tokio::fs::OpenOptions::new()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .open(&full)
+                    .await;
+                let written = match opened {
+                    Ok(mut file) => file.write_all(content.as_bytes()).await,
+                    Err(e) => Err(e),
+                };
+                match written {
                     Ok(()) => {
                         ToolOutput::success(format!("wrote {} bytes to {path}", content.len()))
                     }
@@ -374,7 +408,10 @@ impl Tool for WorkspaceTool {
 }
 
 /// `shell`: runs `sh -c COMMAND` in the workspace, with a clean environment
-/// (PATH only) and a time limit. Only added when enabled.
+/// (PATH only), a time limit, and its output capped; its process group is
+/// killed when it ends. Only added when enabled, and **not a sandbox**: the
+/// command runs with the host user's rights, so guard it with hooks
+/// (deny-tools) or run hookbox itself confined.
 pub struct ShellTool {
     workspace: Workspace,
     timeout: Duration,
@@ -396,19 +433,44 @@ impl ShellTool {
 
     async fn run(&self, args: Value) -> ToolOutput {
         let command = args.get("command").and_then(Value::as_str).unwrap_or("");
-        let child = tokio::process::Command::new("sh")
+        // Its own process group, so the command and anything it started in
+        // the background end with it.
+        let spawned = tokio::process::Command::new("sh")
             .arg("-c")
             .arg(command)
             .current_dir(self.workspace.root())
             .env_clear()
             .env("PATH", "/usr/local/bin:/usr/bin:/bin")
             .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
             .kill_on_drop(true)
-            .output();
-        let output = match tokio::time::timeout(self.timeout, child).await {
-            Ok(Ok(output)) => output,
-            Ok(Err(e)) => {
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
                 return ToolOutput::error(ToolErrorKind::Execution, format!("cannot run sh: {e}"));
+            }
+        };
+        let group = child.id();
+        // Never more than the limit in memory, however much it prints.
+        let stdout = tokio::spawn(capped(child.stdout.take()));
+        let stderr = tokio::spawn(capped(child.stderr.take()));
+        let waited = tokio::time::timeout(self.timeout, child.wait()).await;
+        if let Some(group) = group {
+            // The command is over (or out of time): so is everything it
+            // started, which also closes the pipes for the readers.
+            // SAFETY: killpg only sends a signal, to the group the child leads.
+            unsafe { libc::killpg(group as libc::pid_t, libc::SIGKILL) };
+        }
+        let _ = child.wait().await;
+        let stdout = stdout.await.unwrap_or_default();
+        let stderr = stderr.await.unwrap_or_default();
+        let status = match waited {
+            Ok(Ok(status)) => status,
+            Ok(Err(e)) => {
+                return ToolOutput::error(ToolErrorKind::Execution, format!("sh: {e}"));
             }
             Err(_) => {
                 return ToolOutput::error(
@@ -417,19 +479,19 @@ impl ShellTool {
                 );
             }
         };
-        let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-        text.push_str(&String::from_utf8_lossy(&output.stderr));
-        if text.len() > SHELL_OUTPUT_LIMIT {
-            let mut cut = SHELL_OUTPUT_LIMIT;
+        let mut text = String::from_utf8_lossy(&stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&stderr));
+        if stdout.len() + stderr.len() > SHELL_OUTPUT_LIMIT {
+            let mut cut = SHELL_OUTPUT_LIMIT.min(text.len());
             while !text.is_char_boundary(cut) {
                 cut -= 1;
             }
             text.truncate(cut);
             text.push_str("\n[output cut]");
         }
-        let code = output.status.code();
+        let code = status.code();
         let extensions = json!({"exit_code": code});
-        if output.status.success() {
+        if status.success() {
             ToolOutput::success(text).with_extensions(extensions)
         } else {
             let status = code.map_or("a signal".to_owned(), |c| format!("exit status {c}"));
@@ -443,6 +505,23 @@ impl ShellTool {
             }
         }
     }
+}
+
+/// Reads a pipe to its end, keeping at most one byte more than the limit
+/// (so a cut can be told from an exact fit); the rest is drained unseen.
+async fn capped<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>) -> Vec<u8> {
+    let mut kept = Vec::new();
+    if let Some(mut pipe) = pipe {
+        let mut chunk = [0u8; 8192];
+        while let Ok(n) = pipe.read(&mut chunk).await {
+            if n == 0 {
+                break;
+            }
+            let room = (SHELL_OUTPUT_LIMIT + 1).saturating_sub(kept.len());
+            kept.extend_from_slice(&chunk[..n.min(room)]);
+        }
+    }
+    kept
 }
 
 impl Tool for ShellTool {
@@ -569,5 +648,64 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[tokio::test]
+    async fn the_shell_keeps_its_output_and_its_children_in_bounds() {
+        let dir = scratch("shell-bounds");
+        let ws = Workspace::new(&dir).unwrap();
+        let shell = ShellTool::new(&ws, Duration::from_secs(10));
+        // A background child holding the pipe neither keeps the call open
+        // nor outlives it.
+        let started = shell
+            .call(json!({"command": "sleep 30 & echo started"}))
+            .await;
+        assert_eq!(started.outcome, ToolOutcome::Success);
+        assert_eq!(started.result, "started\n");
+        // However much it prints, only the limit is kept.
+        let out = shell
+            .call(json!({"command": "yes | head -c 10000000"}))
+            .await;
+        assert!(
+            out.result.len() < SHELL_OUTPUT_LIMIT + 100,
+            "{}",
+            out.result.len()
+        );
+        assert!(out.result.ends_with("[output cut]"));
+    }
+
+    #[tokio::test]
+    async fn a_dangling_symlink_cannot_be_written_through() {
+        let dir = scratch("dangling");
+        let ws = Workspace::new(&dir).unwrap();
+        let outside = std::env::temp_dir().join(format!("hookbox-outside-{}", std::process::id()));
+        let _ = std::fs::remove_file(&outside);
+        std::os::unix::fs::symlink(&outside, dir.join("notes.md")).unwrap();
+        assert!(
+            ws.resolve("notes.md")
+                .unwrap_err()
+                .contains("leads nowhere")
+        );
+        let mut tools = ToolSet::new();
+        for tool in ws.file_tools() {
+            tools.add(tool).unwrap();
+        }
+        let out = tools
+            .call("write_file", r#"{"path":"notes.md","content":"x"}"#)
+            .await;
+        assert!(matches!(out.outcome, ToolOutcome::Error(_)), "{out:?}");
+        assert!(!outside.exists(), "nothing was written outside");
+    }
+
+    #[tokio::test]
+    async fn only_regular_files_are_read() {
+        let dir = scratch("fifo");
+        let ws = Workspace::new(&dir).unwrap();
+        let path = std::ffi::CString::new(dir.join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        let [read, ..] = ws.file_tools();
+        let out = read.call(json!({"path": "pipe"})).await;
+        assert!(out.result.contains("not a regular file"), "{out:?}");
     }
 }
