@@ -266,7 +266,7 @@ fn main() {
     c.final_summary();
 
     let started = Instant::now();
-    let memory = memory_per_run(&plugin, 200);
+    let memory = memory_per_run(&plugin, 100);
     let report = report(&criterion_dir(), memory);
     println!("\n{report}");
     let _ = std::fs::write(criterion_dir().join("hookbox-report.md"), &report);
