@@ -196,12 +196,12 @@ enum PreparedState {
 
 use PreparedState::{Compile, Ready};
 
+/// A plugin, or why it could not be loaded.
+type Loaded = Result<Arc<Plugin>, String>;
+
 /// Compiles the entries that need it on up to one thread per core, and
 /// returns every entry with its result, in order.
-fn compile_all(
-    runtime: &Runtime,
-    prepared: Vec<Prepared>,
-) -> Vec<(PluginEntry, String, Result<Arc<Plugin>, String>)> {
+fn compile_all(runtime: &Runtime, prepared: Vec<Prepared>) -> Vec<(PluginEntry, String, Loaded)> {
     let compile = |name: &str, bytes: &[u8], options: &PluginOptions| {
         Plugin::from_bytes(runtime, name, bytes, options.clone())
             .map(Arc::new)
@@ -217,7 +217,7 @@ fn compile_all(
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(pending);
-    let compiled: Vec<std::sync::Mutex<Option<Result<Arc<Plugin>, String>>>> =
+    let compiled: Vec<std::sync::Mutex<Option<Loaded>>> =
         prepared.iter().map(|_| Default::default()).collect();
     if threads > 1 {
         let next = std::sync::atomic::AtomicUsize::new(0);

@@ -179,6 +179,7 @@ impl HookStack {
         Run {
             run_id: run_id.into(),
             slots: self.slots(),
+            subscriptions: self.subscriptions,
             ended: None,
         }
     }
@@ -212,6 +213,9 @@ impl HookStack {
 pub struct Run {
     run_id: String,
     slots: Vec<Slot>,
+    /// What any hook of the stack subscribed to: other kinds are answered
+    /// without walking the stack.
+    subscriptions: EventKinds,
     ended: Option<Outcome>,
 }
 
@@ -291,6 +295,9 @@ impl Run {
             return ended.clone();
         }
         let kind = event.kind();
+        if !self.subscriptions.contains(kind) && kind != EventKind::InvalidToolCall {
+            return Ok(Decision::of(kind.default_flow()));
+        }
         let outcome = compose(&mut self.slots, ctx, event, kind).map(|mut decision| {
             if decision.flow.is_continue() {
                 decision.flow = kind.default_flow();

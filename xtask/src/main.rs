@@ -4,15 +4,13 @@
 //! scratch project in `target/demo/workspace/`, and runs the scripted coding
 //! agent of `examples/demo/session.json` on it with `hookbox run`.
 //!
-//! `cargo xtask plugins DIR` only copies the built example plugins to DIR;
-//! `cargo run --release -p xtask -- bench` prints the core's figures.
+//! `cargo xtask plugins DIR` only copies the built example plugins to DIR.
+//! Benchmarks: `cargo bench -p hookbox-bench` (BENCHMARKS.md).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use hookbox_tests::guests;
-
-mod bench;
 
 fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,8 +26,7 @@ fn main() -> Result<()> {
                 .unwrap_or_else(|| root.join("target/demo/plugins"));
             copy_plugins(&dir).map(drop)
         }
-        Some("bench") => bench::run(),
-        Some(other) => bail!("unknown task `{other}`; tasks: demo, plugins [DIR], bench"),
+        Some(other) => bail!("unknown task `{other}`; tasks: demo, plugins [DIR]"),
     }
 }
 
