@@ -32,7 +32,14 @@ fn main() -> Result<()> {
         .parent()
         .context("workspace root")?
         .to_path_buf();
-    for watched in ["Cargo.toml", "wit", "sdk", "plugins", "tests/guests", "bench/guard"] {
+    for watched in [
+        "Cargo.toml",
+        "wit",
+        "sdk",
+        "plugins",
+        "tests/guests",
+        "bench/guard",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")

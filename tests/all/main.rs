@@ -10,5 +10,6 @@ mod fail_closed;
 mod isolation;
 mod loading;
 mod openai;
+mod properties;
 mod reload;
 mod runner;
