@@ -142,3 +142,79 @@ fn instantiate_all_starts_every_plugin_up_front_or_fails_closed() {
     );
     assert!(run.is_over());
 }
+
+#[test]
+fn misbehaving_runs_among_many_concurrent_ones_change_no_other_outcome() {
+    use hookbox::{Cause, Limits};
+    // `bad` misbehaves when told to, under the default 100 ms deadline;
+    // `good` answers a flow naming its run, with a deadline no load reaches.
+    let bad = crate::support::puppet("bad");
+    let good = crate::support::plugin_with(
+        hookbox_tests::guests::PUPPET,
+        &[("name", "good")],
+        Some(Limits {
+            deadline: std::time::Duration::from_secs(30),
+            ..Default::default()
+        }),
+    );
+    let stack = Arc::new(crate::support::stack(&[bad, good]));
+    let misbehaviours = [
+        ("grow", Cause::Memory),
+        ("panic", Cause::Trap),
+        ("loop", Cause::Deadline),
+    ];
+    let rss = || {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        statm
+            .split_whitespace()
+            .nth(1)
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            * 4096
+    };
+    let mut resident = Vec::new();
+    for round in 0..3 {
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let stack = stack.clone();
+                std::thread::spawn(move || {
+                    for r in 0..8 {
+                        let id = t * 8 + r;
+                        let mut run = stack.start_run(format!("load-{round}-{id}"));
+                        // One run in four misbehaves; the others go on.
+                        let command = if id % 4 == 0 {
+                            format!("bad:{};good:flow:continue", misbehaviours[id / 4 % 3].0)
+                        } else {
+                            format!("good:flow:skip:run {id}")
+                        };
+                        let outcome = dispatch(&mut run, &tool_call(&command, "{}"));
+                        if id % 4 == 0 {
+                            let failure = outcome.expect_err("misbehaviour fails closed");
+                            assert_eq!(
+                                (&*failure.plugin, failure.cause),
+                                ("puppet", misbehaviours[id / 4 % 3].1),
+                                "{command}"
+                            );
+                        } else {
+                            let decision = decided(outcome);
+                            assert_eq!(decision.flow, Flow::skip(format!("run {id}")));
+                        }
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread
+                .join()
+                .expect("no run's outcome depends on the others");
+        }
+        resident.push(rss());
+    }
+    // Rounds after the first reuse what the first one needed.
+    let growth = resident[2].saturating_sub(resident[0]);
+    assert!(
+        growth < 64 << 20,
+        "resident memory grew by {growth} bytes: {resident:?}"
+    );
+}
