@@ -18,7 +18,9 @@ use wasmtime::component::{
 };
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi::{
+    HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
+};
 
 use crate::engine::Runtime;
 use crate::error::{Cause, Error, FailClosed, LoadPhase};
@@ -326,6 +328,29 @@ pub(crate) struct PluginState {
     wasi: Option<Box<WasiState>>,
 }
 
+/// WASI's clocks for guests: they stand still at zero, so a guest learns
+/// nothing of the host's time and cannot time anything (a timing channel
+/// the fewer). Deadlines are the host's, on the epoch, not these clocks.
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1)
+    }
+    fn now(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
 struct WasiState {
     ctx: WasiCtx,
     table: ResourceTable,
@@ -373,6 +398,8 @@ impl WasiView for PluginState {
                 .allow_tcp(false)
                 .allow_udp(false)
                 .allow_ip_name_lookup(false)
+                .wall_clock(FrozenClock)
+                .monotonic_clock(FrozenClock)
                 .build();
             Box::new(WasiState {
                 ctx,

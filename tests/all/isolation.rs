@@ -59,11 +59,14 @@ fn a_plugin_is_only_dispatched_the_kinds_it_subscribed_to() {
 }
 
 #[test]
-fn a_wasi_guest_finds_no_files_environment_arguments_or_network() {
+fn a_wasi_guest_finds_no_files_environment_arguments_network_or_time() {
     let probe = plugin(hookbox_tests::guests::WASI_PROBE, &[]);
     assert!(probe.info().uses_wasi);
     let decision = decided(once(&stack(&[probe]), &tool_call("anything", "{}")));
-    assert_eq!(decision.flow, Flow::terminate("files=0 env=0 args=0 net=0"));
+    assert_eq!(
+        decision.flow,
+        Flow::terminate("files=0 env=0 args=0 net=0 time=0 elapsed=0")
+    );
 }
 
 #[derive(Clone, Default)]
