@@ -21,6 +21,7 @@
 //! | [`directory`] | loading a plugin directory safely |
 //! | [`watch`] | hot reload with an atomic swap |
 //! | [`runner`] | the agent tool loop, models, tools and loop events |
+//! | [`serve`] | `hookbox serve`: the stack over HTTP/JSON |
 //! | [`json`] | the JSON forms used by the CLI |
 //! | [`cli`] | the `hookbox` command line |
 //!
@@ -57,6 +58,7 @@ pub mod manifest;
 pub mod plugin;
 pub mod rules;
 pub mod runner;
+pub mod serve;
 pub mod stack;
 pub mod watch;
 

@@ -13,3 +13,4 @@ mod openai;
 mod properties;
 mod reload;
 mod runner;
+mod serve;

@@ -27,6 +27,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Serve a plugin directory over HTTP/JSON: runs, events, status,
+    /// metrics (see the README's `hookbox serve`). Reloads on change.
+    Serve {
+        /// The plugin directory.
+        #[arg(long = "plugins")]
+        dir: PathBuf,
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        listen: std::net::SocketAddr,
+        /// End runs nobody posted to for this many seconds.
+        #[arg(long, default_value_t = 300)]
+        idle_secs: u64,
+        /// Live runs at most.
+        #[arg(long, default_value_t = 512)]
+        max_runs: usize,
+    },
     /// Run an agent: a model and the workspace tools, guarded by plugins.
     /// Prints the loop's progress live and a summary. Exit status: 0 the
     /// model finished, 3 a hook terminated the run, 4 the run failed closed,
@@ -109,6 +125,12 @@ where
         .try_init();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::Serve {
+            dir,
+            listen,
+            idle_secs,
+            max_runs,
+        } => serve(&dir, listen, idle_secs, max_runs),
         Command::Check { plugins } => check(&plugins),
         Command::Watch {
             dir,
@@ -144,6 +166,34 @@ fn runtime() -> Result<Runtime> {
         cache_dir,
         ..RuntimeConfig::default()
     })?)
+}
+
+fn serve(
+    dir: &Path,
+    listen: std::net::SocketAddr,
+    idle_secs: u64,
+    max_runs: usize,
+) -> Result<ExitCode> {
+    let runtime = runtime()?;
+    let config = crate::serve::ServeConfig {
+        idle_timeout: std::time::Duration::from_secs(idle_secs),
+        max_runs,
+        ..Default::default()
+    };
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    tokio.block_on(async {
+        let server = crate::serve::Server::start(&runtime, dir, listen, config).await?;
+        eprintln!(
+            "hookbox serve: {} on http://{} (POST /runs, POST /runs/ID/events, GET /status, GET /metrics)",
+            dir.display(),
+            server.addr
+        );
+        server.wait().await.context("serving")?;
+        Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
+    })
 }
 
 fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode> {
@@ -395,7 +445,7 @@ fn build_stack(
 
 /// Keeps the context in step with the recorded session: the turn advances
 /// with each completion-call, and streaming is on once a delta arrives.
-fn advance(ctx: &mut HookContext, event: &StepEvent) {
+pub(crate) fn advance(ctx: &mut HookContext, event: &StepEvent) {
     match event {
         StepEvent::CompletionCall(call) => {
             ctx.turn = if call.turn > 0 {
