@@ -184,7 +184,7 @@ impl App {
             return;
         };
         let before = runs.len();
-        runs.retain(|_, run| run.last_used.lock().map_or(false, |t| t.elapsed() < ttl));
+        runs.retain(|_, run| run.last_used.lock().is_ok_and(|t| t.elapsed() < ttl));
         let expired = before - runs.len();
         if expired > 0 {
             self.metrics
