@@ -2,6 +2,7 @@
 //! plugins, replay recorded events through a stack, watch a directory. The
 //! `hookbox` binary is [`main`]; `cargo demo` runs the same code in-process.
 
+mod claude_code;
 mod run;
 
 use std::collections::BTreeMap;
@@ -42,6 +43,15 @@ enum Command {
         /// Live runs at most.
         #[arg(long, default_value_t = 512)]
         max_runs: usize,
+    },
+    /// A Claude Code command hook: reads the hook's JSON on stdin
+    /// (PreToolUse, PostToolUse, UserPromptSubmit), asks the plugin
+    /// directory, answers in Claude Code's JSON; blocks (exit 2) on anything
+    /// it cannot express or a stack that failed closed.
+    ClaudeCode {
+        /// The plugin directory.
+        #[arg(long = "plugins")]
+        dir: PathBuf,
     },
     /// Run an agent: a model and the workspace tools, guarded by plugins.
     /// Prints the loop's progress live and a summary. Exit status: 0 the
@@ -113,6 +123,8 @@ where
     // the log by default.
     let default_filter = match cli.command {
         Command::Run(_) => "warn,hookbox::guest=info,hookbox::runner=error",
+        // Claude Code shows a hook's stderr: keep it for the answer.
+        Command::ClaudeCode { .. } => "off",
         _ => "hookbox=info,warn",
     };
     // Already set when embedded in a program with its own subscriber: keep it.
@@ -125,6 +137,7 @@ where
         .try_init();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
+        Command::ClaudeCode { dir } => Ok(claude_code::run(&dir)),
         Command::Serve {
             dir,
             listen,
