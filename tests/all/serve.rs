@@ -285,3 +285,179 @@ fn the_python_client_example_guards_a_tool_call() {
     let (_, status) = f.json("GET", "/status", "");
     assert_eq!(status["live_runs"], 0, "the client ends its runs");
 }
+
+#[test]
+fn claude_code_http_hooks_share_one_run_per_session() {
+    let f = Fixture::new("serve-claude-code", ServeConfig::default());
+    let hook = |session: &str, tool: &str| {
+        let input = json!({
+            "session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/w",
+            "hook_event_name": "PreToolUse", "tool_name": tool,
+            "tool_input": {"command": "ls"}, "tool_use_id": "toolu_1",
+        });
+        f.json("POST", "/claude-code/hook", &input.to_string())
+    };
+    let reason = |reply: &Value| {
+        reply["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (status, first) = hook("s1", "guard:count");
+    assert_eq!(status, 200);
+    assert_eq!(first["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(reason(&first), "global=1 scratch=1");
+    let (_, second) = hook("s1", "guard:count");
+    assert_eq!(
+        reason(&second),
+        "global=2 scratch=2",
+        "state spans the session"
+    );
+    let (_, other) = hook("s2", "guard:count");
+    assert_eq!(reason(&other), "global=1 scratch=1");
+    let (_, allowed) = hook("s2", "Bash");
+    assert_eq!(
+        allowed,
+        json!({}),
+        "no opinion: Claude Code's own permissions apply"
+    );
+    // HTTP hooks cannot exit 2: a failed-closed stack denies.
+    let (_, blocked) = hook("s3", "guard:panic");
+    assert_eq!(blocked["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert!(reason(&blocked).contains("failed closed"), "{blocked}");
+    let (status, _) = f.json("POST", "/claude-code/hook", "{oops");
+    assert_eq!(status, 400);
+}
+
+/// A loopback load test: concurrent runs, each a realistic session through
+/// an 8-plugin stack; every answer is checked (a per-run counter in a guest
+/// proves no run sees another's instances), and the figures are printed.
+/// `HOOKBOX_LOAD_RUNS` and `HOOKBOX_LOAD_TURNS` scale it.
+#[test]
+fn load_test_many_concurrent_sessions_lose_and_mix_nothing() {
+    let dir = scratch_dir("serve-load");
+    let mut manifest = String::new();
+    for (name, path) in guests::ALL
+        .iter()
+        .filter(|(n, _)| guests::EXAMPLES.contains(n) && *n != "call-budget")
+    {
+        put(&dir, &format!("{name}.wasm"), path);
+        manifest.push_str(&format!("[[plugin]]\nfile = \"{name}.wasm\"\n"));
+        if *name == "inject-context" {
+            manifest.push_str("config = { \"doc.rules\" = \"be brief\", turns = \"every\" }\n");
+        }
+    }
+    for guard in ["a", "b", "c"] {
+        put(&dir, &format!("{guard}.wasm"), guests::PUPPET);
+        manifest.push_str(&format!(
+            "[[plugin]]\nfile = \"{guard}.wasm\"\nconfig = {{ name = \"{guard}\" }}\n"
+        ));
+    }
+    std::fs::write(dir.join("hookbox.toml"), manifest).unwrap();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = tokio
+        .block_on(Server::start(runtime(), &dir, addr, ServeConfig::default()))
+        .unwrap();
+    let addr = server.addr;
+    let scale = |var: &str, default: usize| {
+        std::env::var(var)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let (runs, turns) = (
+        scale("HOOKBOX_LOAD_RUNS", 16),
+        scale("HOOKBOX_LOAD_TURNS", 10),
+    );
+    let started = Instant::now();
+    let threads: Vec<_> = (0..runs)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let (status, body) = request(addr, "POST", "/runs", "");
+                assert_eq!(status, 201, "{body}");
+                let run: Value = serde_json::from_str(&body).unwrap();
+                let path = format!("/runs/{}/events", run["run_id"].as_str().unwrap());
+                let mut latencies = Vec::new();
+                let mut post = |event: Value| {
+                    let sent = Instant::now();
+                    let (status, body) = request(addr, "POST", &path, &event.to_string());
+                    latencies.push(sent.elapsed());
+                    assert_eq!(status, 200, "{body}");
+                    serde_json::from_str::<Value>(&body).unwrap()
+                };
+                for turn in 1..=turns {
+                    let patch = post(json!({"event": "completion-call", "prompt": "tidy up", "turn": turn}));
+                    assert_eq!(patch["flow"], "patch-request", "inject-context: {patch}");
+                    let jail = post(json!({"event": "tool-call", "tool_name": "read_file", "args": {"path": "../../etc/passwd"}}));
+                    assert_eq!(jail["plugin"], "path-jail", "{jail}");
+                    let redacted = post(json!({"event": "tool-result", "tool_name": "read_file", "args": {"path": "/workspace/.env"}, "result": "OPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\n"}));
+                    assert_eq!(redacted["plugin"], "redact-secrets", "{redacted}");
+                    let counted = post(json!({"event": "tool-call", "tool_name": "b:count", "args": {}}));
+                    assert_eq!(
+                        counted["reason"],
+                        format!("global={turn} scratch={turn}"),
+                        "this run's own count"
+                    );
+                    let done = post(json!({"event": "model-turn-finished", "turn": turn, "content": "ok"}));
+                    assert_eq!(done["flow"], "continue");
+                }
+                latencies
+            })
+        })
+        .collect();
+    let mut latencies: Vec<Duration> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("a session failed"))
+        .collect();
+    let took = started.elapsed();
+    latencies.sort();
+    let events = latencies.len();
+    assert_eq!(events, runs * turns * 5, "nothing lost");
+    let at = |q: f64| latencies[((events as f64 * q) as usize).min(events - 1)];
+    eprintln!(
+        "serve load test: {runs} concurrent runs × {turns} turns × 5 events = {events} events through 8 plugins in {took:?}: {:.0} events/s, p50 {:?}, p99 {:?}",
+        events as f64 / took.as_secs_f64(),
+        at(0.50),
+        at(0.99)
+    );
+    assert_eq!(server.metrics().events(), events as u64);
+}
+
+#[test]
+fn a_full_server_sheds_events_with_503_instead_of_queueing() {
+    let config = ServeConfig {
+        max_in_flight: 1,
+        ..ServeConfig::default()
+    };
+    let f = Fixture::new("serve-shed", config);
+    let (slow, other) = (f.new_run(), f.new_run());
+    let addr = f.server.addr;
+    // A guest that runs to its 100 ms deadline holds the only slot.
+    let busy = std::thread::spawn(move || {
+        let event = tool_call("guard:loop").to_string();
+        request(addr, "POST", &format!("/runs/{slow}/events"), &event)
+    });
+    let mut shed = 0;
+    while !busy.is_finished() {
+        let (status, reply) = f.event(&other, &tool_call("guard:flow:continue"));
+        if status == 503 {
+            assert!(
+                reply["error"].as_str().unwrap().contains("retry"),
+                "{reply}"
+            );
+            shed += 1;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let (status, body) = busy.join().unwrap();
+    assert_eq!(status, 200);
+    assert!(body.contains("deadline"), "{body}");
+    assert!(shed > 0, "no event was shed while the slot was taken");
+    let (status, _) = f.event(&other, &tool_call("guard:flow:continue"));
+    assert_eq!(status, 200, "the slot is free again");
+}

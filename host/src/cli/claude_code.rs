@@ -51,14 +51,9 @@ pub(crate) fn run(dir: &Path) -> ExitCode {
 
 /// The whole hook: input JSON in, answer out.
 pub(crate) fn answer(dir: &Path, input: &str) -> Answer {
-    let hook: Value = match serde_json::from_str(input) {
-        Ok(hook) => hook,
-        Err(e) => return Answer::Block(format!("hookbox: the hook input is not JSON: {e}")),
-    };
-    let name = hook["hook_event_name"].as_str().unwrap_or_default();
-    let event = match to_event(name, &hook) {
-        Ok(event) => event,
-        Err(reason) => return Answer::Block(format!("hookbox: {reason}")),
+    let (hook, name, event) = match parse(input.as_bytes()) {
+        Ok(parsed) => parsed,
+        Err(reason) => return Answer::Block(reason),
     };
     let runtime = match super::runtime() {
         Ok(runtime) => runtime,
@@ -70,12 +65,52 @@ pub(crate) fn answer(dir: &Path, input: &str) -> Answer {
     };
     let session = hook["session_id"].as_str().unwrap_or("claude-code");
     let mut run = loaded.stack.start_run(session);
+    decide(&mut run, &name, event)
+}
+
+/// Asks `run` about one mapped event and words the answer.
+pub(crate) fn decide(run: &mut crate::Run, name: &str, event: StepEvent) -> Answer {
     let ctx = run.context(1);
     match run.dispatch(&ctx, &event) {
         Err(failure) => Answer::Block(format!(
             "hookbox: blocked, the guard failed closed: {failure}"
         )),
         Ok(decision) => reply(name, decision.flow, decision.plugin.as_deref()),
+    }
+}
+
+/// Parses a hook input: its event name and the mapped event.
+///
+/// # Errors
+/// A message for Claude Code, when the input cannot be mapped.
+pub(crate) fn parse(input: &[u8]) -> Result<(Value, String, StepEvent), String> {
+    let hook: Value = serde_json::from_slice(input)
+        .map_err(|e| format!("hookbox: the hook input is not JSON: {e}"))?;
+    let name = hook["hook_event_name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let event = to_event(&name, &hook).map_err(|reason| format!("hookbox: {reason}"))?;
+    Ok((hook, name, event))
+}
+
+/// The answer for an HTTP hook, which cannot exit 2: a block becomes the
+/// event's own way of refusing.
+pub(crate) fn http_reply(name: &str, answer: Answer) -> Value {
+    match answer {
+        Answer::Reply(Some(json)) => json,
+        Answer::Reply(None) => json!({}),
+        Answer::Block(reason) => match name {
+            "PreToolUse" => json!({
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            }),
+            "PostToolUse" | "UserPromptSubmit" => json!({"decision": "block", "reason": reason}),
+            _ => json!({"continue": false, "stopReason": reason}),
+        },
     }
 }
 

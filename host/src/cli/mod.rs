@@ -2,7 +2,7 @@
 //! plugins, replay recorded events through a stack, watch a directory. The
 //! `hookbox` binary is [`main`]; `cargo demo` runs the same code in-process.
 
-mod claude_code;
+pub(crate) mod claude_code;
 mod run;
 
 use std::collections::BTreeMap;

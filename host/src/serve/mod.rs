@@ -9,6 +9,7 @@
 //! | `GET /healthz` | `ok` |
 //! | `GET /status` | the live stack: generation, plugins, load errors, live runs |
 //! | `GET /metrics` | Prometheus text: events, flows, fail-closed causes, latency, runs, reloads |
+//! | `POST /claude-code/hook` | a Claude Code HTTP hook: its input in, its output JSON back; one run per `session_id` |
 //!
 //! A run pins the snapshot it started with and keeps its guest instances
 //! for its events, so run-scoped state works across them; idle runs
@@ -125,6 +126,7 @@ impl Server {
             .route("/runs", post(create_run))
             .route("/runs/{id}", axum::routing::delete(end_run))
             .route("/runs/{id}/events", post(post_event))
+            .route("/claude-code/hook", post(claude_code_hook))
             .fallback(|| async {
                 error(
                     StatusCode::NOT_FOUND,
@@ -316,6 +318,84 @@ async fn post_event(
     };
     app.metrics.record(kind, &outcome, started.elapsed());
     axum::Json(crate::json::outcome_json(&outcome)).into_response()
+}
+
+/// Claude Code's HTTP hook: the same mapping as `hookbox claude-code`, with
+/// one run per session, so run-scoped state and the pinned snapshot span
+/// the session. A block is worded as the event's own refusal (HTTP hooks
+/// have no exit code).
+async fn claude_code_hook(State(app): State<Arc<App>>, body: Body) -> Response {
+    use crate::cli::claude_code::{decide, http_reply, parse};
+    let bytes = match axum::body::to_bytes(body, app.config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            return error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "the hook input is larger than {} bytes",
+                    app.config.max_body_bytes
+                ),
+            );
+        }
+    };
+    let (hook, name, event) = match parse(&bytes) {
+        Ok(parsed) => parsed,
+        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
+    };
+    let id = format!(
+        "claude-code-{}",
+        hook["session_id"].as_str().unwrap_or("none")
+    );
+    let live = {
+        let Ok(mut runs) = app.runs.lock() else {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the run table is poisoned",
+            );
+        };
+        if !runs.contains_key(&id) && runs.len() >= app.config.max_runs {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "too many live runs; retry later",
+            );
+        }
+        runs.entry(id.clone())
+            .or_insert_with(|| {
+                let snapshot = app.watcher.snapshot();
+                let run = snapshot.stack.start_run(&id);
+                let ctx = run.context(1);
+                app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
+                Arc::new(LiveRun {
+                    state: Mutex::new((run, ctx)),
+                    generation: snapshot.generation,
+                    last_used: Mutex::new(Instant::now()),
+                })
+            })
+            .clone()
+    };
+    let Ok(permit) = app.in_flight.clone().try_acquire_owned() else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many events are being decided; retry shortly",
+        );
+    };
+    if let Ok(mut last) = live.last_used.lock() {
+        *last = Instant::now();
+    }
+    let answered = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        let mut state = live.state.lock().ok()?;
+        let answer = decide(&mut state.0, &name, event);
+        Some(http_reply(&name, answer))
+    })
+    .await;
+    match answered {
+        Ok(Some(reply)) => axum::Json(reply).into_response(),
+        _ => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "this session's run broke; start a new session",
+        ),
+    }
 }
 
 async fn status(State(app): State<Arc<App>>) -> Response {
