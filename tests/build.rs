@@ -72,29 +72,28 @@ fn main() -> Result<()> {
             file.display().to_string()
         ));
     }
-    for name in CORE_GUESTS {
-        let built = guest_target
-            .join("wasm32-unknown-unknown/guest")
-            .join(format!("{}.wasm", name.replace('-', "_")));
-        let file = out_dir.join(format!("{name}.wasm"));
-        std::fs::copy(&built, &file).with_context(|| format!("copying {}", built.display()))?;
-        let constant = name.to_uppercase().replace('-', "_");
-        constants.push_str(&format!(
-            "/// The `{name}` guest, a core module (not a hookbox component).\npub const {constant}: &str = {:?};\n",
-            file.display().to_string()
-        ));
-    }
-    for name in WASI_GUESTS {
-        let built = guest_target
-            .join("wasm32-wasip2/guest")
-            .join(format!("{}.wasm", name.replace('-', "_")));
-        let file = out_dir.join(format!("{name}.wasm"));
-        std::fs::copy(&built, &file).with_context(|| format!("copying {}", built.display()))?;
-        let constant = name.to_uppercase().replace('-', "_");
-        constants.push_str(&format!(
-            "/// The `{name}` guest (wasm32-wasip2).\npub const {constant}: &str = {:?};\n",
-            file.display().to_string()
-        ));
+    // Built as they are, copied as they are.
+    for (names, target, kind) in [
+        (
+            CORE_GUESTS,
+            "wasm32-unknown-unknown",
+            "a core module (not a hookbox component)",
+        ),
+        (WASI_GUESTS, "wasm32-wasip2", "a wasm32-wasip2 component"),
+    ] {
+        for name in names {
+            let built = guest_target
+                .join(target)
+                .join("guest")
+                .join(format!("{}.wasm", name.replace('-', "_")));
+            let file = out_dir.join(format!("{name}.wasm"));
+            std::fs::copy(&built, &file).with_context(|| format!("copying {}", built.display()))?;
+            let constant = name.to_uppercase().replace('-', "_");
+            constants.push_str(&format!(
+                "/// The `{name}` guest, {kind}.\npub const {constant}: &str = {:?};\n",
+                file.display().to_string()
+            ));
+        }
     }
     constants.push_str(&format!(
         "/// Every guest: (name, path).\npub const ALL: &[(&str, &str)] = &[{}];\n",

@@ -188,25 +188,17 @@ impl ExtismStack {
     }
 
     pub fn call(&mut self, event: &StepEvent) -> Result<Flow> {
-        let mut current = event.clone();
-        let mut net = Flow::Continue;
+        let mut chain = Chain::new(event);
         for plugin in &mut self.plugins {
-            let input = serde_json::to_string(&current)?;
+            let input = serde_json::to_string(&chain.current)?;
             let output = plugin
                 .call::<&str, &str>("on_event", &input)
                 .map_err(|e| anyhow::anyhow!("extism call: {e}"))?;
-            match serde_json::from_str::<Flow>(output)? {
-                Flow::RewriteArgs(args) => {
-                    if let StepEvent::ToolCall(call) = &mut current {
-                        call.args = args.clone();
-                    }
-                    net = Flow::RewriteArgs(args);
-                }
-                Flow::Continue => {}
-                other => return Ok(other),
+            if let Some(end) = chain.take(serde_json::from_str::<Flow>(output)?) {
+                return Ok(end);
             }
         }
-        Ok(net)
+        Ok(chain.net)
     }
 }
 
@@ -214,29 +206,53 @@ impl ExtismStack {
 /// event as JSON on stdin, the flow as JSON on stdout, as agent CLIs run
 /// command hooks.
 pub fn subprocess_chain(program: &Path, n: usize, event: &StepEvent) -> Result<Flow> {
-    let mut current = event.clone();
-    let mut net = Flow::Continue;
+    let mut chain = Chain::new(event);
     for _ in 0..n {
         let mut child = Command::new(program)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
             .with_context(|| format!("spawning {}", program.display()))?;
-        let input = serde_json::to_vec(&current)?;
+        let input = serde_json::to_vec(&chain.current)?;
         child.stdin.take().context("stdin")?.write_all(&input)?;
         let output = child.wait_with_output()?;
-        match serde_json::from_slice::<Flow>(&output.stdout)? {
-            Flow::RewriteArgs(args) => {
-                if let StepEvent::ToolCall(call) = &mut current {
-                    call.args = args.clone();
-                }
-                net = Flow::RewriteArgs(args);
-            }
-            Flow::Continue => {}
-            other => return Ok(other),
+        if let Some(end) = chain.take(serde_json::from_slice::<Flow>(&output.stdout)?) {
+            return Ok(end);
         }
     }
-    Ok(net)
+    Ok(chain.net)
+}
+
+/// A tool-call chain threaded by hand for the peers, as a hookbox stack
+/// threads it: a rewrite goes on to the next guard, continue passes, any
+/// other answer ends it.
+struct Chain {
+    current: StepEvent,
+    net: Flow,
+}
+
+impl Chain {
+    fn new(event: &StepEvent) -> Chain {
+        Chain {
+            current: event.clone(),
+            net: Flow::Continue,
+        }
+    }
+
+    /// Takes one guard's answer; `Some` when it ends the chain.
+    fn take(&mut self, flow: Flow) -> Option<Flow> {
+        match flow {
+            Flow::RewriteArgs(args) => {
+                if let StepEvent::ToolCall(call) = &mut self.current {
+                    call.args = args.clone();
+                }
+                self.net = Flow::RewriteArgs(args);
+                None
+            }
+            Flow::Continue => None,
+            other => Some(other),
+        }
+    }
 }
 
 /// What the subprocess hook does: one event in, one flow out.

@@ -32,10 +32,10 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::event::{HookContext, StepEvent};
-use crate::watch::DirWatcher;
+use crate::watch::{DirWatcher, Snapshot};
 use crate::{Error, Run, Runtime};
 
 pub use metrics::Metrics;
@@ -180,6 +180,28 @@ impl Drop for Server {
 }
 
 impl App {
+    /// A new run on `snapshot`, its context at `turn`.
+    fn start_run(&self, snapshot: &Snapshot, id: &str, turn: u32) -> Arc<LiveRun> {
+        let run = snapshot.stack.start_run(id);
+        let ctx = run.context(turn);
+        self.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
+        Arc::new(LiveRun {
+            state: Mutex::new((run, ctx)),
+            generation: snapshot.generation,
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// A slot to decide an event of `live` in (none when all are taken);
+    /// marks the run used.
+    fn claim(&self, live: &LiveRun) -> Option<OwnedSemaphorePermit> {
+        let permit = self.in_flight.clone().try_acquire_owned().ok()?;
+        if let Ok(mut last) = live.last_used.lock() {
+            *last = Instant::now();
+        }
+        Some(permit)
+    }
+
     fn expire_idle(&self) {
         let ttl = self.config.idle_timeout;
         let Ok(mut runs) = self.runs.lock() else {
@@ -208,8 +230,6 @@ async fn create_run(State(app): State<Arc<App>>) -> Response {
         snapshot.generation,
         app.next_run.fetch_add(1, Ordering::Relaxed) + 1
     );
-    let run = snapshot.stack.start_run(&id);
-    let ctx = run.context(0);
     let Ok(mut runs) = app.runs.lock() else {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -225,15 +245,7 @@ async fn create_run(State(app): State<Arc<App>>) -> Response {
             ),
         );
     }
-    runs.insert(
-        id.clone(),
-        Arc::new(LiveRun {
-            state: Mutex::new((run, ctx)),
-            generation: snapshot.generation,
-            last_used: Mutex::new(Instant::now()),
-        }),
-    );
-    app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
+    runs.insert(id.clone(), app.start_run(&snapshot, &id, 0));
     (
         StatusCode::CREATED,
         axum::Json(json!({"run_id": id, "generation": snapshot.generation})),
@@ -249,6 +261,17 @@ async fn end_run(State(app): State<Arc<App>>, UrlPath(id): UrlPath<String>) -> R
     }
 }
 
+/// The request body, or a 413 naming `what` when it is past the limit.
+async fn read_body(app: &App, body: Body, what: &str) -> Result<axum::body::Bytes, Box<Response>> {
+    let limit = app.config.max_body_bytes;
+    axum::body::to_bytes(body, limit).await.map_err(|_| {
+        Box::new(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("{what} is larger than {limit} bytes"),
+        ))
+    })
+}
+
 fn unknown_run(id: &str) -> Response {
     error(
         StatusCode::NOT_FOUND,
@@ -261,17 +284,9 @@ async fn post_event(
     UrlPath(id): UrlPath<String>,
     body: Body,
 ) -> Response {
-    let bytes = match axum::body::to_bytes(body, app.config.max_body_bytes).await {
+    let bytes = match read_body(&app, body, "the event").await {
         Ok(bytes) => bytes,
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the event is larger than {} bytes",
-                    app.config.max_body_bytes
-                ),
-            );
-        }
+        Err(response) => return *response,
     };
     let event: StepEvent = match serde_json::from_slice(&bytes) {
         Ok(event) => event,
@@ -286,15 +301,12 @@ async fn post_event(
     let Some(live) = live else {
         return unknown_run(&id);
     };
-    let Ok(permit) = app.in_flight.clone().try_acquire_owned() else {
+    let Some(permit) = app.claim(&live) else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many events are being decided; retry shortly",
         );
     };
-    if let Ok(mut last) = live.last_used.lock() {
-        *last = Instant::now();
-    }
     let kind = event.kind();
     let started = Instant::now();
     let decided = tokio::task::spawn_blocking(move || {
@@ -326,17 +338,9 @@ async fn post_event(
 /// have no exit code).
 async fn claude_code_hook(State(app): State<Arc<App>>, body: Body) -> Response {
     use crate::cli::claude_code::{decide, http_reply, parse};
-    let bytes = match axum::body::to_bytes(body, app.config.max_body_bytes).await {
+    let bytes = match read_body(&app, body, "the hook input").await {
         Ok(bytes) => bytes,
-        Err(_) => {
-            return error(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                format!(
-                    "the hook input is larger than {} bytes",
-                    app.config.max_body_bytes
-                ),
-            );
-        }
+        Err(response) => return *response,
     };
     let (hook, name, event) = match parse(&bytes) {
         Ok(parsed) => parsed,
@@ -360,28 +364,15 @@ async fn claude_code_hook(State(app): State<Arc<App>>, body: Body) -> Response {
             );
         }
         runs.entry(id.clone())
-            .or_insert_with(|| {
-                let snapshot = app.watcher.snapshot();
-                let run = snapshot.stack.start_run(&id);
-                let ctx = run.context(1);
-                app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
-                Arc::new(LiveRun {
-                    state: Mutex::new((run, ctx)),
-                    generation: snapshot.generation,
-                    last_used: Mutex::new(Instant::now()),
-                })
-            })
+            .or_insert_with(|| app.start_run(&app.watcher.snapshot(), &id, 1))
             .clone()
     };
-    let Ok(permit) = app.in_flight.clone().try_acquire_owned() else {
+    let Some(permit) = app.claim(&live) else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many events are being decided; retry shortly",
         );
     };
-    if let Ok(mut last) = live.last_used.lock() {
-        *last = Instant::now();
-    }
     let answered = tokio::task::spawn_blocking(move || {
         let _permit = permit;
         let mut state = live.state.lock().ok()?;
