@@ -17,8 +17,9 @@ const EXAMPLES: &[&str] = &[
     "repair-tools",
 ];
 
-/// The test guests in `tests/guests/` built like the examples.
-const TEST_GUESTS: &[&str] = &["puppet", "director", "bench-guard"];
+/// The test guests in `tests/guests/` built like the examples, and the Rust
+/// build of the guard of `languages/`.
+const TEST_GUESTS: &[&str] = &["puppet", "director", "bench-guard", "toolguard"];
 
 /// Plain core modules for other hosts (the benchmarks' Extism peer), built
 /// like the others but not encoded.
@@ -39,6 +40,7 @@ fn main() -> Result<()> {
         "plugins",
         "tests/guests",
         "bench/guard",
+        "languages/rust",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }

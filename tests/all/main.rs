@@ -4,6 +4,7 @@ mod support;
 mod wat;
 
 mod cache;
+mod conformance;
 mod directory;
 mod examples;
 mod fail_closed;

