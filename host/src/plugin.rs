@@ -54,6 +54,7 @@ pub struct Plugin {
     runtime: Runtime,
     pre: InstancePre<PluginState>,
     on_event: ComponentExportIndex,
+    subscriptions_export: ComponentExportIndex,
     subscriptions: EventKinds,
     limits: Limits,
     deadline_ticks: u64,
@@ -148,20 +149,50 @@ impl Plugin {
         let on_event = export("on-event")?;
         let subscriptions_export = export("subscriptions")?;
 
+        let plugin = Plugin {
+            name: Arc::from(name),
+            runtime: runtime.clone(),
+            pre,
+            on_event,
+            subscriptions_export,
+            subscriptions: EventKinds::NONE,
+            deadline_ticks: 0,
+            limits: Limits::default(),
+            config: Arc::default(),
+            info,
+        };
+        plugin.with_options(options)
+    }
+
+    /// The same compiled plugin with other settings or limits, without
+    /// compiling it again: the guest is started once more, within the new
+    /// limits, to ask for its subscriptions (they may depend on its config).
+    ///
+    /// # Errors
+    /// [`Error::Load`] as [`Plugin::from_bytes`], in its `instantiate` and
+    /// `world` phases.
+    pub fn with_options(&self, options: PluginOptions) -> Result<Plugin, Error> {
+        let runtime = &self.runtime;
+        let load_error = |phase, reason: String| Error::Load {
+            plugin: self.name.to_string(),
+            phase,
+            reason,
+        };
         let mut limits = options
             .limits
             .unwrap_or_else(|| runtime.config().default_limits.clone());
         limits.memory_bytes = limits.memory_bytes.min(runtime.config().max_memory_bytes);
         let mut plugin = Plugin {
-            name: Arc::from(name),
+            name: self.name.clone(),
             runtime: runtime.clone(),
-            pre,
-            on_event,
+            pre: self.pre.clone(),
+            on_event: self.on_event,
+            subscriptions_export: self.subscriptions_export,
             subscriptions: EventKinds::NONE,
             deadline_ticks: runtime.deadline_ticks(limits.deadline),
             limits,
             config: Arc::new(options.config),
-            info,
+            info: self.info.clone(),
         };
 
         // Start it once: prove it instantiates within its limits, that
@@ -176,7 +207,7 @@ impl Plugin {
         let typed = |item: Option<Func>| {
             item.ok_or_else(|| load_error(LoadPhase::World, "missing export".into()))
         };
-        typed(probe.instance.get_func(&mut *store, on_event))?
+        typed(probe.instance.get_func(&mut *store, plugin.on_event))?
             .typed::<(&HookContext, &StepEvent), (Flow,)>(&*store)
             .map_err(|e| {
                 load_error(
@@ -184,14 +215,18 @@ impl Plugin {
                     format!("`on-event` does not match the contract: {e:#}"),
                 )
             })?;
-        let subscriptions = typed(probe.instance.get_func(&mut *store, subscriptions_export))?
-            .typed::<(), (Vec<EventKind>,)>(&*store)
-            .map_err(|e| {
-                load_error(
-                    LoadPhase::World,
-                    format!("`subscriptions` does not match the contract: {e:#}"),
-                )
-            })?;
+        let subscriptions = typed(
+            probe
+                .instance
+                .get_func(&mut *store, plugin.subscriptions_export),
+        )?
+        .typed::<(), (Vec<EventKind>,)>(&*store)
+        .map_err(|e| {
+            load_error(
+                LoadPhase::World,
+                format!("`subscriptions` does not match the contract: {e:#}"),
+            )
+        })?;
         store.set_epoch_deadline(plugin.deadline_ticks);
         let (kinds,) = subscriptions.call(&mut *store, ()).map_err(|e| {
             let failure = classify(&plugin.name, &plugin.limits, Cause::Trap, e);

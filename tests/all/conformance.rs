@@ -78,14 +78,18 @@ fn fixture() -> Vec<Case> {
 /// Runs the whole fixture against the component at `path`; returns every
 /// disagreement.
 fn disagreements(path: &Path) -> Vec<String> {
-    // A runtime of its own with a compile cache: each run loads the guard
-    // with other settings, and big guests (JavaScript, Python) compile once.
+    // A runtime of its own with a compile cache, so big guests (JavaScript,
+    // Python) compile once per machine, not once per test run.
     let cache = std::env::temp_dir().join("hookbox-conformance-cache");
     let runtime = Runtime::new(RuntimeConfig {
         cache_dir: Some(cache),
         ..RuntimeConfig::default()
     })
     .expect("runtime");
+    let compiled = match Plugin::from_file(&runtime, path, PluginOptions::default()) {
+        Ok(plugin) => plugin,
+        Err(e) => return vec![format!("does not load: {e}")],
+    };
     let mut found = Vec::new();
     for case in fixture() {
         for (r, (config, steps)) in case.runs.iter().enumerate() {
@@ -93,7 +97,8 @@ fn disagreements(path: &Path) -> Vec<String> {
                 config: config.clone(),
                 ..PluginOptions::default()
             };
-            let plugin = match Plugin::from_file(&runtime, path, options) {
+            // The same compiled guard, with this run's settings.
+            let plugin = match compiled.with_options(options) {
                 Ok(plugin) => plugin,
                 Err(e) => {
                     found.push(format!("{} run {r}: does not load: {e}", case.name));
