@@ -31,7 +31,7 @@ build() {
     local language="$1" inputs="$2"
     local dir="$out/$language" stamp
     mkdir -p "$dir"
-    stamp="$( (cd "$root" && sha256sum $inputs wit/hook.wit; echo "$language $COMPONENTIZE_JS $COMPONENTIZE_PY $ZIGLANG $WASM_TOOLS $WIT_BINDGEN") | sha256sum | cut -d' ' -f1)"
+    stamp="$( (cd "$root" && sha256sum $inputs wit/hook.wit languages/build.sh; echo "$language $COMPONENTIZE_JS $COMPONENTIZE_PY $ZIGLANG $WASM_TOOLS $WIT_BINDGEN") | sha256sum | cut -d' ' -f1)"
     if [[ -f "$dir/toolguard.wasm" && "$(cat "$dir/stamp" 2>/dev/null)" == "$stamp" ]]; then
         step "$language: up to date ($dir/toolguard.wasm)"
         return
@@ -82,6 +82,11 @@ build_javascript() {
         npm ci --no-audit --no-fund --loglevel=error
         npx componentize-js toolguard.js --wit ../../wit --world-name hook \
             -d stdio random clocks http fetch-event -o "$1/toolguard.wasm"
+        # The same guard as componentize-js builds it by default, importing
+        # wasi:http: the conformance tests check that hookbox refuses it and
+        # says which flag fixes it.
+        npx componentize-js toolguard.js --wit ../../wit --world-name hook \
+            -o "$1/toolguard-http.wasm"
     )
 }
 

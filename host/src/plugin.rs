@@ -12,10 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
 
-use wasmtime::component::types::ComponentItem;
-use wasmtime::component::{
-    Component, ComponentExportIndex, Func, InstancePre, ResourceTable, TypedFunc,
-};
+use wasmtime::component::{ComponentExportIndex, Func, InstancePre, ResourceTable, TypedFunc};
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{
@@ -26,6 +23,7 @@ use crate::engine::Runtime;
 use crate::error::{Cause, Error, FailClosed, LoadPhase};
 use crate::event::{EventKind, EventKinds, HookContext, StepEvent};
 use crate::flow::Flow;
+use crate::inspect::{PluginInfo, WIT_VERSION, describe, link_failure, world_hint};
 use crate::limits::{LimitExceeded, Limiter, Limits};
 
 /// How to load one plugin.
@@ -35,17 +33,6 @@ pub struct PluginOptions {
     pub limits: Option<Limits>,
     /// Key/value settings the guest reads through its `config` import.
     pub config: BTreeMap<String, String>,
-}
-
-/// What `hookbox check` reports about a plugin.
-#[derive(Clone, Debug)]
-pub struct PluginInfo {
-    pub size_bytes: usize,
-    /// Import names, e.g. `hookbox:hook/config@0.1.0`, `log`, `wasi:cli/stdout@0.2.6`.
-    pub imports: Vec<String>,
-    pub exports: Vec<String>,
-    /// Whether it imports any WASI interface (and so gets an empty WASI context).
-    pub uses_wasi: bool,
 }
 
 /// A compiled, validated plugin. Shared by every run (`Arc<Plugin>`).
@@ -126,23 +113,19 @@ impl Plugin {
         let component = runtime
             .compile(bytes)
             .map_err(|e| load_error(LoadPhase::Compile, format!("{e:#}")))?;
-        let info = describe(&component, runtime, bytes.len());
+        let info = describe(&component, runtime, bytes);
 
-        let pre = runtime.inner.linker.instantiate_pre(&component).map_err(|e| {
-            load_error(
-                LoadPhase::Link,
-                format!("{e:#}; hookbox provides only `log`, `config`, `scratchpad` and an empty WASI"),
-            )
-        })?;
+        let pre = runtime
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| load_error(LoadPhase::Link, link_failure(&info, &format!("{e:#}"))))?;
 
         let export = |func: &str| {
             component.get_export_index(None, func).ok_or_else(|| {
                 load_error(
                     LoadPhase::World,
-                    format!(
-                        "does not export `{func}`; a hook must target the hookbox:hook/hook world (exports: {})",
-                        list_or_none(&info.exports)
-                    ),
+                    format!("does not export `{func}`; {}", world_hint(&info)),
                 )
             })
         };
@@ -212,7 +195,9 @@ impl Plugin {
             .map_err(|e| {
                 load_error(
                     LoadPhase::World,
-                    format!("`on-event` does not match the contract: {e:#}"),
+                    format!(
+                        "`on-event` does not match the contract ({e:#}); it was built against another version of the world: regenerate the bindings from this host's wit/hook.wit (hookbox:hook@{WIT_VERSION})"
+                    ),
                 )
             })?;
         let subscriptions = typed(
@@ -224,7 +209,9 @@ impl Plugin {
         .map_err(|e| {
             load_error(
                 LoadPhase::World,
-                format!("`subscriptions` does not match the contract: {e:#}"),
+                format!(
+                        "`subscriptions` does not match the contract ({e:#}); it was built against another version of the world: regenerate the bindings from this host's wit/hook.wit (hookbox:hook@{WIT_VERSION})"
+                    ),
             )
         })?;
         store.set_epoch_deadline(plugin.deadline_ticks);
@@ -506,35 +493,4 @@ pub(crate) fn classify(
 /// with `\0asm`; the version/layer word tells them apart).
 fn is_core_module(bytes: &[u8]) -> bool {
     bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[4..8] == [1, 0, 0, 0]
-}
-
-fn describe(component: &Component, runtime: &Runtime, size_bytes: usize) -> PluginInfo {
-    let ty = component.component_type();
-    let engine = runtime.engine();
-    let imports: Vec<String> = ty
-        .imports(engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
-    let exports = ty
-        .exports(engine)
-        .map(|(name, item)| match item.ty {
-            ComponentItem::ComponentFunc(_) => name.to_owned(),
-            _ => format!("{name} (not a function)"),
-        })
-        .collect();
-    let uses_wasi = imports.iter().any(|name| name.starts_with("wasi:"));
-    PluginInfo {
-        size_bytes,
-        imports,
-        exports,
-        uses_wasi,
-    }
-}
-
-fn list_or_none(items: &[String]) -> String {
-    if items.is_empty() {
-        "none".into()
-    } else {
-        items.join(", ")
-    }
 }

@@ -79,6 +79,40 @@ fn check_refuses_bad_plugins_with_one_line_and_a_failing_exit() {
 }
 
 #[test]
+fn check_shows_the_facts_of_a_refused_component_and_marks_what_is_not_provided() {
+    // Built against a newer hookbox:hook, and wanting HTTP.
+    let wrong = scratch(
+        "wrong.wasm",
+        br#"(component
+            (import "hookbox:hook/config@0.2.0" (instance (export "get" (func))))
+            (import "wasi:http/outgoing-handler@0.2.0" (instance (export "handle" (func)))))"#,
+    );
+    let out = hookbox(&["check", wrong.to_str().unwrap()], "");
+    assert!(!out.status.success());
+    let (err, text) = (stderr(&out), stdout(&out));
+    assert!(err.contains("refused"), "{err}");
+    assert!(
+        err.contains("built against hookbox:hook@0.2.0, this host implements hookbox:hook@0.1.0"),
+        "{err}"
+    );
+    assert!(err.contains("-d http fetch-event"), "{err}");
+    assert!(
+        text.contains("hookbox:hook/config@0.2.0 (NOT PROVIDED), wasi:http/outgoing-handler@0.2.0 (NOT PROVIDED)"),
+        "{text}"
+    );
+    assert!(text.contains("size:"), "{text}");
+}
+
+#[test]
+fn check_names_the_toolchain_that_built_a_plugin() {
+    let out = hookbox(&["check", guests::DENY_TOOLS], "");
+    let text = stdout(&out);
+    // The guest profile strips rustc's own producers entry; the
+    // component tools' remain.
+    assert!(text.contains("built with:    wit-component"), "{text}");
+}
+
+#[test]
 fn replay_prints_one_flow_per_event_naming_the_decider() {
     let events = r#"{"event":"tool-call","tool_name":"shell","args":{"cmd":"rm -rf /"}}
 {"event":"tool-call","tool_name":"ls","args":"{}"}

@@ -90,7 +90,14 @@ fn disagreements(path: &Path) -> Vec<String> {
         Ok(plugin) => plugin,
         Err(e) => return vec![format!("does not load: {e}")],
     };
-    let mut found = Vec::new();
+    // Whatever the language: the world's imports only, no WASI.
+    let info = compiled.info();
+    let mut found: Vec<String> = info
+        .imports
+        .iter()
+        .filter(|import| !import.starts_with("hookbox:hook/") && *import != "log")
+        .map(|import| format!("imports {import}: the build must leave WASI out"))
+        .collect();
     for case in fixture() {
         for (r, (config, steps)) in case.runs.iter().enumerate() {
             let options = PluginOptions {
@@ -173,4 +180,25 @@ fn python() {
 #[test]
 fn c() {
     conforms("c", &built("c"));
+}
+
+/// componentize-js's default build imports wasi:http: refused at link, with
+/// the flag that fixes it.
+#[test]
+fn javascript_built_with_its_default_imports_is_refused_with_the_fix() {
+    let path = built("javascript").with_file_name("toolguard-http.wasm");
+    if !path.exists() {
+        return; // conformance::javascript reports whether it must be built
+    }
+    match Plugin::from_file(super::support::runtime(), &path, PluginOptions::default()) {
+        Err(hookbox::Error::Load {
+            phase: hookbox::LoadPhase::Link,
+            reason,
+            ..
+        }) => {
+            assert!(reason.contains("wasi:http/outgoing-handler"), "{reason}");
+            assert!(reason.contains("`-d http fetch-event`"), "{reason}");
+        }
+        other => panic!("must be refused at link: {other:?}"),
+    }
 }

@@ -80,6 +80,79 @@ fn a_component_importing_what_the_host_does_not_provide_is_refused() {
 }
 
 #[test]
+fn a_component_built_against_another_version_of_the_world_is_told_to_regenerate() {
+    let newer =
+        r#"(component (import "hookbox:hook/config@0.2.0" (instance (export "get" (func)))))"#;
+    refused(
+        newer.as_bytes(),
+        LoadPhase::Link,
+        "`hookbox:hook/config@0.2.0` (built against hookbox:hook@0.2.0, this host implements hookbox:hook@0.1.0: regenerate the bindings from its wit/hook.wit)",
+    );
+}
+
+#[test]
+fn a_component_importing_wasi_http_is_refused_with_every_offending_import() {
+    let http = r#"(component
+        (import "wasi:cli/stdout@0.2.0" (instance))
+        (import "wasi:http/types@0.2.0" (instance (export "new-fields" (func))))
+        (import "wasi:http/outgoing-handler@0.2.0" (instance (export "handle" (func)))))"#;
+    refused(
+        http.as_bytes(),
+        LoadPhase::Link,
+        "`wasi:http/types@0.2.0` (guests get no network",
+    );
+    refused(
+        http.as_bytes(),
+        LoadPhase::Link,
+        "`wasi:http/outgoing-handler@0.2.0`",
+    );
+    let Err(Error::Load { reason, .. }) = load(http.as_bytes()) else {
+        panic!("refused")
+    };
+    assert!(
+        !reason.contains("`wasi:cli/stdout@0.2.0`"),
+        "provided, not blamed: {reason}"
+    );
+}
+
+#[test]
+fn a_command_is_told_it_is_not_a_hook() {
+    let command = r#"(component
+        (core module $m (func (export "run") (result i32) (i32.const 0)))
+        (core instance $i (instantiate $m))
+        (func $run (result (result)) (canon lift (core func $i "run")))
+        (instance $cli (export "run" (func $run)))
+        (export "wasi:cli/run@0.2.0" (instance $cli)))"#;
+    refused(command.as_bytes(), LoadPhase::World, "so it is a command");
+}
+
+#[test]
+fn inspect_reports_the_facts_of_a_component_that_would_not_load() {
+    let newer =
+        r#"(component (import "hookbox:hook/config@0.2.0" (instance (export "get" (func)))))"#;
+    let info = hookbox::inspect(runtime(), "candidate", newer.as_bytes()).unwrap();
+    assert_eq!(info.imports, ["hookbox:hook/config@0.2.0"]);
+    assert!(info.exports.is_empty());
+    assert!(!hookbox::inspect::provided(&info.imports[0]));
+}
+
+#[test]
+fn with_options_reuses_the_compiled_plugin_and_asks_subscriptions_again() {
+    let compiled = super::support::plugin(hookbox_tests::guests::DIRECTOR, &[]);
+    assert!(compiled.subscriptions().iter().next().is_none());
+    // The director subscribes to the kinds its config names.
+    let config = [("tool-result".to_string(), "continue".to_string())].into();
+    let plugin = compiled
+        .with_options(PluginOptions {
+            config,
+            ..PluginOptions::default()
+        })
+        .unwrap();
+    let kinds: Vec<&str> = plugin.subscriptions().iter().map(|k| k.name()).collect();
+    assert_eq!(kinds, ["tool-result"]);
+}
+
+#[test]
 fn a_guest_that_traps_while_answering_subscriptions_is_refused() {
     let bytes = wat::hook_with_subscriptions("(i32.const 3072)", "(unreachable)");
     refused(&bytes, LoadPhase::Instantiate, "subscriptions");

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::{HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
+use crate::{
+    Error, HookContext, HookStack, LoadPhase, Plugin, PluginInfo, PluginOptions, Runtime,
+    RuntimeConfig, StepEvent,
+};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
@@ -297,17 +300,7 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
         let ok = if path.is_dir() {
             check_dir(&runtime, path)
         } else if path.is_file() {
-            match Plugin::from_file(&runtime, path, PluginOptions::default()) {
-                Ok(plugin) => {
-                    println!("{}: ok", path.display());
-                    describe(&plugin);
-                    true
-                }
-                Err(e) => {
-                    eprintln!("{}: {e}", path.display());
-                    false
-                }
-            }
+            check_file(&runtime, path)
         } else {
             eprintln!("{}: no such file or directory", path.display());
             false
@@ -319,6 +312,29 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// One component: its facts, and whether it loads (if not, why).
+fn check_file(runtime: &Runtime, path: &Path) -> bool {
+    match Plugin::from_file(runtime, path, PluginOptions::default()) {
+        Ok(plugin) => {
+            println!("{}: ok", path.display());
+            describe(&plugin);
+            true
+        }
+        Err(e) => {
+            eprintln!("{}: refused: {e}", path.display());
+            // What it is, even though it is not a hook.
+            if let Error::Load { plugin, phase, .. } = &e
+                && *phase != LoadPhase::Compile
+                && let Ok(bytes) = std::fs::read(path)
+                && let Ok(info) = crate::inspect(runtime, plugin, &bytes)
+            {
+                facts(&info, None);
+            }
+            false
+        }
+    }
 }
 
 /// Validates a whole plugin directory with its manifest.
@@ -361,13 +377,44 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
 }
 
 fn describe(plugin: &Plugin) {
-    let info = plugin.info();
-    let kinds: Vec<&str> = plugin.subscriptions().iter().map(|k| k.name()).collect();
     println!("  name:          {}", plugin.name());
+    facts(plugin.info(), Some(plugin.subscriptions()));
+}
+
+/// The language-agnostic facts of a component.
+fn facts(info: &PluginInfo, subscriptions: Option<crate::EventKinds>) {
     println!("  size:          {} bytes", info.size_bytes);
-    println!("  subscriptions: {}", or_none(&kinds.join(", ")));
-    println!("  imports:       {}", or_none(&info.imports.join(", ")));
-    println!("  exports:       {}", info.exports.join(", "));
+    // Outermost first: the last producers section is the component's own.
+    let produced = |fields: &[&str]| -> String {
+        let values: Vec<&str> = info
+            .producers
+            .iter()
+            .rev()
+            .filter(|(field, _)| fields.contains(&field.as_str()))
+            // "clang 21.1.4 (https://... commit)" -> "clang 21.1.4"
+            .map(|(_, value)| value.split(" (").next().unwrap_or(value))
+            .collect();
+        or_none(&values.join(", ")).to_owned()
+    };
+    println!("  languages:     {}", produced(&["language"]));
+    println!("  built with:    {}", produced(&["processed-by", "sdk"]));
+    if let Some(kinds) = subscriptions {
+        let kinds: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        println!("  subscriptions: {}", or_none(&kinds.join(", ")));
+    }
+    let imports: Vec<String> = info
+        .imports
+        .iter()
+        .map(|name| {
+            if crate::inspect::provided(name) {
+                name.clone()
+            } else {
+                format!("{name} (NOT PROVIDED)")
+            }
+        })
+        .collect();
+    println!("  imports:       {}", or_none(&imports.join(", ")));
+    println!("  exports:       {}", or_none(&info.exports.join(", ")));
     if info.uses_wasi {
         println!(
             "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"

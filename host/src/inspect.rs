@@ -1,0 +1,260 @@
+//! What a component is, whatever language made it: its imports, exports,
+//! size and producers ([`PluginInfo`]), and, when it cannot be a hookbox
+//! plugin, why, in words that say how to fix the build.
+
+use wasmparser::{KnownCustom, Parser, Payload};
+use wasmtime::component::Component;
+use wasmtime::component::types::ComponentItem;
+
+use crate::engine::Runtime;
+use crate::error::{Error, LoadPhase};
+
+/// The version of the `hookbox:hook` package this host implements.
+pub const WIT_VERSION: &str = "0.1.0";
+
+/// What `hookbox check` reports about a component.
+#[derive(Clone, Debug)]
+pub struct PluginInfo {
+    pub size_bytes: usize,
+    /// Import names, e.g. `hookbox:hook/config@0.1.0`, `log`, `wasi:cli/stdout@0.2.6`.
+    pub imports: Vec<String>,
+    /// Export names; a non-function export is marked `(not a function)`.
+    pub exports: Vec<String>,
+    /// Whether it imports any WASI interface (and so gets an empty WASI context).
+    pub uses_wasi: bool,
+    /// The toolchain, from the `producers` sections of the component and of
+    /// the modules inside it: (field, value), e.g. (`language`, `JavaScript`),
+    /// (`processed-by`, `wit-component 0.239.0`). Deduplicated, in order.
+    pub producers: Vec<(String, String)>,
+}
+
+/// Compiles `bytes` and reports its facts, without linking or starting it:
+/// what `hookbox check` shows for a component that does not load.
+///
+/// # Errors
+/// [`Error::Load`] in the `compile` phase when it is not a valid component.
+pub fn inspect(runtime: &Runtime, name: &str, bytes: &[u8]) -> Result<PluginInfo, Error> {
+    let component = runtime.compile(bytes).map_err(|e| Error::Load {
+        plugin: name.to_owned(),
+        phase: LoadPhase::Compile,
+        reason: format!("{e:#}"),
+    })?;
+    Ok(describe(&component, runtime, bytes))
+}
+
+pub(crate) fn describe(component: &Component, runtime: &Runtime, bytes: &[u8]) -> PluginInfo {
+    let ty = component.component_type();
+    let engine = runtime.engine();
+    let imports: Vec<String> = ty
+        .imports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect();
+    let exports = ty
+        .exports(engine)
+        .map(|(name, item)| match item.ty {
+            ComponentItem::ComponentFunc(_) => name.to_owned(),
+            _ => format!("{name} (not a function)"),
+        })
+        .collect();
+    let uses_wasi = imports.iter().any(|name| name.starts_with("wasi:"));
+    PluginInfo {
+        size_bytes: bytes.len(),
+        imports,
+        exports,
+        uses_wasi,
+        producers: producers(bytes),
+    }
+}
+
+/// The `producers` custom sections, at every level of nesting.
+fn producers(bytes: &[u8]) -> Vec<(String, String)> {
+    let mut found: Vec<(String, String)> = Vec::new();
+    for payload in Parser::new(0).parse_all(bytes) {
+        let Ok(Payload::CustomSection(section)) = payload else {
+            continue;
+        };
+        let KnownCustom::Producers(fields) = section.as_known() else {
+            continue;
+        };
+        for field in fields.into_iter().flatten() {
+            for value in field.values.into_iter().flatten() {
+                let text = if value.version.is_empty() {
+                    value.name.to_owned()
+                } else {
+                    format!("{} {}", value.name, value.version)
+                };
+                let entry = (field.name.to_owned(), text);
+                if !found.contains(&entry) {
+                    found.push(entry);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The WASI 0.2 packages hookbox links (all empty: no files, environment,
+/// network or time).
+const WASI_PROVIDED: [&str; 6] = ["cli", "clocks", "filesystem", "io", "random", "sockets"];
+
+/// The interfaces of our package a hook may import.
+const HOOKBOX_INTERFACES: [&str; 3] = ["types", "config", "scratchpad"];
+
+/// Whether hookbox links an import of this name.
+pub fn provided(import: &str) -> bool {
+    if import == "log" {
+        return true;
+    }
+    if let Some((interface, version)) = import
+        .strip_prefix("hookbox:hook/")
+        .and_then(|rest| rest.split_once('@'))
+    {
+        return HOOKBOX_INTERFACES.contains(&interface) && version == WIT_VERSION;
+    }
+    match import
+        .strip_prefix("wasi:")
+        .and_then(|rest| rest.split_once('/'))
+    {
+        Some((package, rest)) => {
+            WASI_PROVIDED.contains(&package)
+                && rest
+                    .split_once('@')
+                    .is_some_and(|(_, version)| version.starts_with("0.2."))
+        }
+        None => false,
+    }
+}
+
+/// Why a component whose imports failed to link is refused: every import
+/// hookbox does not provide, each with what to change in the build.
+pub(crate) fn link_failure(info: &PluginInfo, wasmtime_says: &str) -> String {
+    let unprovided: Vec<String> = info
+        .imports
+        .iter()
+        .filter(|import| !provided(import))
+        .map(|import| explain(import))
+        .collect();
+    let allowed = format!(
+        "a hook may import only `log`, `hookbox:hook/config@{WIT_VERSION}`, \
+         `hookbox:hook/scratchpad@{WIT_VERSION}`, `hookbox:hook/types@{WIT_VERSION}` \
+         and WASI 0.2 (cli, clocks, filesystem, io, random, sockets; all empty)"
+    );
+    if unprovided.is_empty() {
+        // Every name is one we provide, so a type does not match.
+        return format!(
+            "an import does not match what this host provides ({wasmtime_says}); \
+             regenerate the bindings from this host's wit/hook.wit; {allowed}"
+        );
+    }
+    format!(
+        "imports what hookbox does not provide: {}; {allowed}",
+        unprovided.join("; ")
+    )
+}
+
+fn explain(import: &str) -> String {
+    if let Some((interface, version)) = import
+        .strip_prefix("hookbox:hook/")
+        .and_then(|rest| rest.split_once('@'))
+    {
+        return if version != WIT_VERSION {
+            format!(
+                "`{import}` (built against hookbox:hook@{version}, this host implements \
+                 hookbox:hook@{WIT_VERSION}: regenerate the bindings from its wit/hook.wit)"
+            )
+        } else {
+            format!("`{import}` (`{interface}` is not an interface of the hookbox:hook/hook world)")
+        };
+    }
+    if import.starts_with("wasi:http/") {
+        return format!(
+            "`{import}` (guests get no network; componentize-js adds it unless built with \
+             `-d http fetch-event`)"
+        );
+    }
+    if import.starts_with("wasi:") {
+        return format!(
+            "`{import}` (not part of WASI 0.2's cli, clocks, filesystem, io, random or \
+             sockets; componentize-py guests avoid WASI with `--stub-wasi`)"
+        );
+    }
+    format!("`{import}`")
+}
+
+/// Why a component that links is not a hook: a missing or mistyped export.
+pub(crate) fn world_hint(info: &PluginInfo) -> String {
+    let mut hint = format!(
+        "a hook targets the world `hook` of hookbox:hook@{WIT_VERSION} (wit/hook.wit), \
+         exporting `subscriptions` and `on-event`; its exports: {}",
+        list_or_none(&info.exports)
+    );
+    if info.exports.iter().any(|e| e.starts_with("wasi:cli/run")) {
+        hint.push_str(
+            "; it exports `wasi:cli/run`, so it is a command (a program with `main`): \
+             build a library/reactor instead",
+        );
+    }
+    hint
+}
+
+pub(crate) fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_hookbox_provides() {
+        for name in [
+            "log",
+            "hookbox:hook/types@0.1.0",
+            "hookbox:hook/config@0.1.0",
+            "hookbox:hook/scratchpad@0.1.0",
+            "wasi:cli/stdout@0.2.0",
+            "wasi:io/streams@0.2.6",
+            "wasi:sockets/tcp@0.2.3",
+        ] {
+            assert!(provided(name), "{name}");
+        }
+        for name in [
+            "hookbox:hook/config@0.2.0",
+            "hookbox:hook/net@0.1.0",
+            "wasi:http/outgoing-handler@0.2.0",
+            "wasi:cli/stdout@0.3.0",
+            "wasi:keyvalue/store@0.2.0-draft",
+            "evil:net/socket",
+            "logger",
+        ] {
+            assert!(!provided(name), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_link_failure_names_every_import_with_its_fix() {
+        let info = PluginInfo {
+            size_bytes: 0,
+            imports: vec![
+                "hookbox:hook/config@0.2.0".into(),
+                "log".into(),
+                "wasi:http/types@0.2.0".into(),
+                "wasi:cli/stdout@0.2.0".into(),
+            ],
+            exports: vec![],
+            uses_wasi: true,
+            producers: vec![],
+        };
+        let why = link_failure(&info, "wasmtime's words");
+        assert!(why.contains("`hookbox:hook/config@0.2.0` (built against hookbox:hook@0.2.0, this host implements hookbox:hook@0.1.0"), "{why}");
+        assert!(why.contains("`wasi:http/types@0.2.0` (guests get no network; componentize-js adds it unless built with `-d http fetch-event`)"), "{why}");
+        assert!(
+            !why.contains("`log`;") && !why.contains("`wasi:cli/stdout"),
+            "{why}"
+        );
+    }
+}
