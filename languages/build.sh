@@ -7,14 +7,14 @@
 # A guard is rebuilt only when its inputs changed: its sources, the WIT and the
 # toolchain versions, hashed into a stamp next to the component. Downloads
 # are cached where the tools keep them (~/.npm, ~/.cache/pip) and zig's libc
-# build in ~/.cache/hookbox/zig, so a clean clone builds in about a minute.
+# build in ~/.cache/hookbox-build/zig, so a clean clone builds in about a minute.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 target="${CARGO_TARGET_DIR:-$root/target}"
 out="$target/languages"
 tools="$out/tools"
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/hookbox"
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/hookbox-build"
 
 # Pinned toolchains: the versions checked against this repository.
 COMPONENTIZE_JS=0.23.0          # languages/javascript/package.json
