@@ -182,6 +182,11 @@ fn c() {
     conforms("c", &built("c"));
 }
 
+#[test]
+fn go() {
+    conforms("go", &built("go"));
+}
+
 /// componentize-js's default build imports wasi:http: refused at link, with
 /// the flag that fixes it.
 #[test]

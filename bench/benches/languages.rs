@@ -1,0 +1,243 @@
+//! `cargo bench -p hookbox-bench --bench languages`: toolguard as built in
+//! each language (`languages/`), side by side in one process: compile time,
+//! size, instantiation, a run's first event and per-event costs, each as a
+//! ratio to the Rust build. Build the others first with
+//! `languages/build.sh`; the ones not built are left out. The table is
+//! printed at the end and written to `target/criterion/languages-report.md`.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion};
+use hookbox::{
+    HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall,
+    ToolOutcome, ToolResult,
+};
+
+const LANGUAGES: [&str; 4] = ["rust", "javascript", "python", "c"];
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+fn component(language: &str) -> PathBuf {
+    if language == "rust" {
+        PathBuf::from(hookbox_tests::guests::TOOLGUARD)
+    } else {
+        target_dir().join(format!("languages/{language}/toolguard.wasm"))
+    }
+}
+
+/// One language's guard, loaded, with what was measured outside criterion.
+struct Guard {
+    language: &'static str,
+    stack: HookStack,
+    size: usize,
+    compile: Duration,
+    build_seconds: Option<String>,
+}
+
+fn load(runtime: &Runtime, language: &'static str) -> Option<Guard> {
+    let path = component(language);
+    let bytes = std::fs::read(&path).ok()?;
+    // No compile cache: this is what a first load costs.
+    let started = Instant::now();
+    let plugin = Plugin::from_bytes(runtime, "toolguard", &bytes, PluginOptions::default())
+        .unwrap_or_else(|e| panic!("{language}: {e}"));
+    let compile = started.elapsed();
+    let mut stack = HookStack::new();
+    stack.push_plugin(plugin.into());
+    let build_seconds = std::fs::read_to_string(path.with_file_name("build-seconds"))
+        .ok()
+        .map(|s| s.trim().to_owned());
+    Some(Guard {
+        language,
+        stack,
+        size: bytes.len(),
+        compile,
+        build_seconds,
+    })
+}
+
+fn ctx() -> HookContext {
+    HookContext {
+        run_id: "bench".into(),
+        turn: 1,
+        is_streaming: false,
+        agent_name: None,
+    }
+}
+
+/// An ordinary call: every pattern is checked, none matches.
+fn clean_call() -> StepEvent {
+    StepEvent::ToolCall(ToolCall {
+        tool_name: "read_file".into(),
+        tool_call_id: Some("call-1".into()),
+        internal_call_id: "i-1".into(),
+        args: r#"{"path":"src/main.rs","offset":0,"limit":200}"#.into(),
+    })
+}
+
+/// 1 KiB of file content with one key in it: redacted.
+fn secret_result() -> StepEvent {
+    let mut text = String::new();
+    while text.len() < 1000 {
+        text.push_str("fn handler(request: Request) -> Response { route(request) }\n");
+    }
+    text.push_str("OPENAI_API_KEY=sk-0123456789abcdef\n");
+    StepEvent::ToolResult(ToolResult {
+        tool_name: "read_file".into(),
+        tool_call_id: Some("call-1".into()),
+        internal_call_id: "i-1".into(),
+        args: r#"{"path":".env"}"#.into(),
+        result: text,
+        outcome: ToolOutcome::Success,
+        extensions: "{}".into(),
+    })
+}
+
+const BENCHES: [(&str, &str); 4] = [
+    ("instantiate", "a fresh run's instance"),
+    ("first-event", "a run's first event (instantiate + call)"),
+    ("tool-call", "tool-call, nothing denied (warm)"),
+    (
+        "tool-result",
+        "tool-result, 1 KiB, one secret redacted (warm)",
+    ),
+];
+
+fn bench(c: &mut Criterion, guards: &[Guard]) {
+    let ctx = ctx();
+    let (call, result) = (clean_call(), secret_result());
+    let mut group = c.benchmark_group("languages");
+    for guard in guards {
+        let stack = &guard.stack;
+        group.bench_function(BenchmarkId::new("instantiate", guard.language), |b| {
+            b.iter(|| {
+                let mut run = stack.start_run("bench");
+                run.instantiate_all().expect("instantiates");
+                black_box(run)
+            })
+        });
+        group.bench_function(BenchmarkId::new("first-event", guard.language), |b| {
+            b.iter(|| {
+                let mut run = stack.start_run("bench");
+                black_box(run.dispatch(&ctx, &call).expect("decides"))
+            })
+        });
+        let mut run = stack.start_run("bench");
+        run.instantiate_all().expect("instantiates");
+        group.bench_function(BenchmarkId::new("tool-call", guard.language), |b| {
+            b.iter(|| black_box(run.dispatch(&ctx, &call).expect("decides")))
+        });
+        group.bench_function(BenchmarkId::new("tool-result", guard.language), |b| {
+            b.iter(|| black_box(run.dispatch(&ctx, &result).expect("decides")))
+        });
+    }
+    group.finish();
+}
+
+fn main() {
+    let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
+    let guards: Vec<Guard> = LANGUAGES
+        .into_iter()
+        .filter_map(|language| {
+            let guard = load(&runtime, language);
+            if guard.is_none() {
+                eprintln!("{language}: not built (languages/build.sh {language}); left out");
+            }
+            guard
+        })
+        .collect();
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+    bench(&mut c, &guards);
+    c.final_summary();
+
+    let report = report(&guards);
+    println!("\n{report}");
+    let dir = target_dir().join("criterion");
+    let _ = std::fs::create_dir_all(&dir);
+    let _ = std::fs::write(dir.join("languages-report.md"), &report);
+}
+
+/// Criterion's median for `languages/<bench>/<language>`, in nanoseconds.
+fn median(bench: &str, language: &str) -> Option<f64> {
+    let path = target_dir().join(format!(
+        "criterion/languages/{bench}/{language}/new/estimates.json"
+    ));
+    let estimates: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+fn human(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.1} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.1} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+fn report(guards: &[Guard]) -> String {
+    let rust = guards.iter().find(|g| g.language == "rust");
+    let ratio = |value: f64, base: Option<f64>| match base {
+        Some(base) if base > 0.0 => format!(" ({:.0}×)", value / base),
+        _ => String::new(),
+    };
+    let mut out = String::from("| | ");
+    out.push_str(
+        &guards
+            .iter()
+            .map(|g| g.language)
+            .collect::<Vec<_>>()
+            .join(" | "),
+    );
+    out.push_str(" |\n|---|");
+    out.push_str(&"---|".repeat(guards.len()));
+    out.push('\n');
+    let mut row = |label: &str, cell: &dyn Fn(&Guard) -> String| {
+        out.push_str(&format!("| {label} |"));
+        for guard in guards {
+            out.push_str(&format!(" {} |", cell(guard)));
+        }
+        out.push('\n');
+    };
+    row("build from source (languages/build.sh)", &|g| {
+        g.build_seconds
+            .as_ref()
+            .map_or("–".into(), |s| format!("{s} s"))
+    });
+    row("component size", &|g| {
+        format!(
+            "{:.0} KiB{}",
+            g.size as f64 / 1024.0,
+            ratio(g.size as f64, rust.map(|r| r.size as f64))
+        )
+    });
+    row("compile at first load (one sample)", &|g| {
+        let ns = g.compile.as_nanos() as f64;
+        format!(
+            "{}{}",
+            human(ns),
+            ratio(ns, rust.map(|r| r.compile.as_nanos() as f64))
+        )
+    });
+    for (bench, label) in BENCHES {
+        let base = median(bench, "rust");
+        row(label, &|g| match median(bench, g.language) {
+            Some(ns) => format!("{}{}", human(ns), ratio(ns, base)),
+            None => "–".into(),
+        });
+    }
+    out
+}

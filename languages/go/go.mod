@@ -1,0 +1,3 @@
+module hookbox.dev/toolguard
+
+go 1.24
