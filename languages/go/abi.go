@@ -108,6 +108,7 @@ const (
 	FlowContinue      = 0
 	FlowTerminate     = 1
 	FlowSkip          = 2
+	FlowRewriteArgs   = 3
 	FlowRewriteResult = 4
 )
 
