@@ -1,8 +1,9 @@
 //! `cargo bench -p hookbox-bench --bench languages`: toolguard as built in
 //! each language (`languages/`), side by side in one process: compile time,
 //! size, instantiation, a run's first event and per-event costs, each as a
-//! ratio to the Rust build. Build the others first with
-//! `languages/build.sh`; the ones not built are left out. The table is
+//! ratio to the Rust build. Build them first with
+//! `languages/build.sh rust javascript python c go` (which also records
+//! each build's time); the ones not built are left out. The table is
 //! printed at the end and written to `target/criterion/languages-report.md`.
 
 use std::hint::black_box;
@@ -15,7 +16,7 @@ use hookbox::{
     ToolOutcome, ToolResult,
 };
 
-const LANGUAGES: [&str; 4] = ["rust", "javascript", "python", "c"];
+const LANGUAGES: [&str; 5] = ["rust", "javascript", "python", "c", "go"];
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -50,9 +51,10 @@ fn load(runtime: &Runtime, language: &'static str) -> Option<Guard> {
     let compile = started.elapsed();
     let mut stack = HookStack::new();
     stack.push_plugin(plugin.into());
-    let build_seconds = std::fs::read_to_string(path.with_file_name("build-seconds"))
-        .ok()
-        .map(|s| s.trim().to_owned());
+    let build_seconds =
+        std::fs::read_to_string(target_dir().join(format!("languages/{language}/build-seconds")))
+            .ok()
+            .map(|s| s.trim().to_owned());
     Some(Guard {
         language,
         stack,
@@ -191,6 +193,7 @@ fn human(ns: f64) -> String {
 fn report(guards: &[Guard]) -> String {
     let rust = guards.iter().find(|g| g.language == "rust");
     let ratio = |value: f64, base: Option<f64>| match base {
+        Some(base) if base > 0.0 && value / base < 9.95 => format!(" ({:.1}×)", value / base),
         Some(base) if base > 0.0 => format!(" ({:.0}×)", value / base),
         _ => String::new(),
     };
