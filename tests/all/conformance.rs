@@ -31,8 +31,11 @@ fn built(language: &str) -> PathBuf {
 /// One file of the fixture: runs, each with its settings and steps.
 struct Case {
     name: String,
-    runs: Vec<(BTreeMap<String, String>, Vec<(StepEvent, Value)>)>,
+    runs: Vec<CaseRun>,
 }
+
+/// A run's settings, and its steps: each event with the flow expected.
+type CaseRun = (BTreeMap<String, String>, Vec<(StepEvent, Value)>);
 
 fn fixture() -> Vec<Case> {
     let dir = workspace().join("languages/conformance");
