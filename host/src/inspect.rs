@@ -93,36 +93,79 @@ fn producers(bytes: &[u8]) -> Vec<(String, String)> {
     found
 }
 
-/// The WASI 0.2 packages hookbox links (all empty: no files, environment,
-/// network or time).
-const WASI_PROVIDED: [&str; 6] = ["cli", "clocks", "filesystem", "io", "random", "sockets"];
+/// The WASI 0.2 interfaces hookbox links (all empty: no files, environment,
+/// network or time), by package.
+const WASI_PROVIDED: [(&str, &[&str]); 6] = [
+    (
+        "cli",
+        &[
+            "environment",
+            "exit",
+            "stdin",
+            "stdout",
+            "stderr",
+            "terminal-input",
+            "terminal-output",
+            "terminal-stdin",
+            "terminal-stdout",
+            "terminal-stderr",
+        ],
+    ),
+    ("clocks", &["monotonic-clock", "wall-clock"]),
+    ("filesystem", &["types", "preopens"]),
+    ("io", &["error", "poll", "streams"]),
+    ("random", &["random", "insecure", "insecure-seed"]),
+    (
+        "sockets",
+        &[
+            "network",
+            "instance-network",
+            "tcp",
+            "tcp-create-socket",
+            "udp",
+            "udp-create-socket",
+            "ip-name-lookup",
+        ],
+    ),
+];
 
 /// The interfaces of our package a hook may import.
 const HOOKBOX_INTERFACES: [&str; 3] = ["types", "config", "scratchpad"];
 
-/// Whether hookbox links an import of this name.
+/// Whether hookbox links an import of this name. Versions match as the
+/// linker matches them: the same `0.minor`, any patch, no pre-release.
 pub fn provided(import: &str) -> bool {
     if import == "log" {
         return true;
     }
-    if let Some((interface, version)) = import
-        .strip_prefix("hookbox:hook/")
-        .and_then(|rest| rest.split_once('@'))
-    {
-        return HOOKBOX_INTERFACES.contains(&interface) && version == WIT_VERSION;
+    let Some((package, rest)) = import.split_once('/') else {
+        return false;
+    };
+    let Some((interface, version)) = rest.split_once('@') else {
+        return false;
+    };
+    match package {
+        "hookbox:hook" => HOOKBOX_INTERFACES.contains(&interface) && same_minor(version, WIT_VERSION),
+        _ => package.strip_prefix("wasi:").is_some_and(|package| {
+            same_minor(version, "0.2.0")
+                && WASI_PROVIDED
+                    .iter()
+                    .any(|(p, interfaces)| *p == package && interfaces.contains(&interface))
+        }),
     }
-    match import
-        .strip_prefix("wasi:")
-        .and_then(|rest| rest.split_once('/'))
-    {
-        Some((package, rest)) => {
-            WASI_PROVIDED.contains(&package)
-                && rest
-                    .split_once('@')
-                    .is_some_and(|(_, version)| version.starts_with("0.2."))
-        }
-        None => false,
-    }
+}
+
+/// `0.M.x` against `0.M.y`: semver-compatible, as wasmtime's linker resolves
+/// imports (a pre-release never is).
+fn same_minor(version: &str, ours: &str) -> bool {
+    let minor = |v: &str| -> Option<(u64, u64)> {
+        let mut parts = v.split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        let patch = parts.next()?;
+        (parts.next().is_none() && patch.parse::<u64>().is_ok()).then_some((major, minor))
+    };
+    minor(version).is_some_and(|v| Some(v) == minor(ours))
 }
 
 /// Why a component whose imports failed to link is refused: every import
@@ -141,9 +184,15 @@ pub(crate) fn link_failure(info: &PluginInfo, wasmtime_says: &str) -> String {
     );
     if unprovided.is_empty() {
         // Every name is one we provide, so a type does not match.
+        let ours = info.imports.iter().any(|i| i == "log" || i.starts_with("hookbox:hook/"));
+        let hint = if ours {
+            "; if the guest's own hookbox:hook imports differ from this host's, regenerate its \
+             bindings from this host's wit/hook.wit"
+        } else {
+            ""
+        };
         return format!(
-            "an import does not match what this host provides ({wasmtime_says}); \
-             regenerate the bindings from this host's wit/hook.wit; {allowed}"
+            "an import does not match what this host provides ({wasmtime_says}){hint}; {allowed}"
         );
     }
     format!(
@@ -157,7 +206,7 @@ fn explain(import: &str) -> String {
         .strip_prefix("hookbox:hook/")
         .and_then(|rest| rest.split_once('@'))
     {
-        return if version != WIT_VERSION {
+        return if !same_minor(version, WIT_VERSION) {
             format!(
                 "`{import}` (built against hookbox:hook@{version}, this host implements \
                  hookbox:hook@{WIT_VERSION}: regenerate the bindings from its wit/hook.wit)"
@@ -219,6 +268,7 @@ mod tests {
             "wasi:cli/stdout@0.2.0",
             "wasi:io/streams@0.2.6",
             "wasi:sockets/tcp@0.2.3",
+            "hookbox:hook/config@0.1.7",
         ] {
             assert!(provided(name), "{name}");
         }
@@ -230,6 +280,10 @@ mod tests {
             "wasi:keyvalue/store@0.2.0-draft",
             "evil:net/socket",
             "logger",
+            "wasi:cli/stdout@0.2.0-rc-2023-11-10",
+            "wasi:cli/run@0.2.0",
+            "wasi:clocks/timezone@0.2.0",
+            "hookbox:hook/config@0.1",
         ] {
             assert!(!provided(name), "{name}");
         }

@@ -20,6 +20,14 @@ static const char DEFAULT_SECRET_NAMES[] = "PASSWORD,SECRET,TOKEN,API_KEY";
 
 static str cstr(const char *s) { return (str){(uint8_t *)s, strlen(s)}; }
 
+// malloc that stops the guard (a trap: the run fails closed) rather than
+// return NULL, which in wasm would be written through silently.
+static void *xmalloc(size_t size) {
+  void *p = malloc(size ? size : 1);
+  if (p == NULL) abort();
+  return p;
+}
+
 static bool starts_with(str s, str prefix) {
   return s.len >= prefix.len && memcmp(s.ptr, prefix.ptr, prefix.len) == 0;
 }
@@ -89,7 +97,7 @@ typedef struct {
 static bool blank(uint8_t c) { return c == ' ' || c == '\t'; }
 
 static list split(str value) {
-  list l = {malloc((value.len / 2 + 1) * sizeof(str)), 0};
+  list l = {xmalloc((value.len / 2 + 1) * sizeof(str)), 0};
   size_t start = 0;
   for (size_t i = 0; i <= value.len; i++) {
     if (i < value.len && value.ptr[i] != ',') continue;
@@ -271,7 +279,7 @@ static bool redact_assignment(str line, list names, buf *out) {
     if (c != ' ' && c != '\t' && c != '\r' && c != '\n') rest = true;
   }
   if (!rest) return false;
-  uint8_t *name = malloc(name_len);
+  uint8_t *name = xmalloc(name_len);
   memcpy(name, line.ptr + start, name_len);
   upper(name, name_len);
   bool secret = false;
@@ -351,7 +359,7 @@ static hook_flow_t check_result(hookbox_hook_types_tool_result_t *result) {
 
 void exports_hook_subscriptions(hook_list_event_kind_t *ret) {
   ret->len = 2;
-  ret->ptr = malloc(2 * sizeof(hook_event_kind_t));
+  ret->ptr = xmalloc(2 * sizeof(hook_event_kind_t));
   ret->ptr[0] = HOOKBOX_HOOK_TYPES_EVENT_KIND_TOOL_CALL;
   ret->ptr[1] = HOOKBOX_HOOK_TYPES_EVENT_KIND_TOOL_RESULT;
 }

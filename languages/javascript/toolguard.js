@@ -98,8 +98,19 @@ const upper = (s) => s.replace(/[a-z]/g, (c) => c.toUpperCase()).replaceAll('-',
 function redact(text) {
   const prefixes = setting('secret_prefixes');
   const names = setting('secret_names').map(upper);
-  const lines = text.match(/[^\n]*\n|[^\n]+$/g) ?? [];
-  return lines.map((line) => redactAssignment(line, names) ?? redactTokens(line, prefixes)).join('');
+  // Most text has no secret: skip it line by line with cheap native string
+  // searches before any regular expression runs (StarlingMonkey has no JIT).
+  const mayAssign = text.includes('=') || text.includes(':');
+  if (!mayAssign && !prefixes.some((p) => text.includes(p))) return text;
+  let out = '';
+  for (let start = 0; start < text.length; ) {
+    const newline = text.indexOf('\n', start);
+    const end = newline < 0 ? text.length : newline + 1;
+    const line = text.slice(start, end);
+    out += redactAssignment(line, names) ?? redactTokens(line, prefixes);
+    start = end;
+  }
+  return out;
 }
 
 // WS* ("export" WS+)? Q? NAME Q? WS* SEP, read left to right: `export`
@@ -108,6 +119,7 @@ const EXPORTED = /^[ \t]*export[ \t]+["']?([A-Za-z0-9_-]+)["']?[ \t]*[=:]/;
 const PLAIN = /^[ \t]*["']?([A-Za-z0-9_-]+)["']?[ \t]*[=:]/;
 
 function redactAssignment(line, names) {
+  if (!line.includes('=') && !line.includes(':')) return null;
   const match = (/^[ \t]*export[ \t]/.test(line) ? EXPORTED : PLAIN).exec(line);
   if (match === null) return null;
   const rest = line.slice(match[0].length).replace(/[ \t\r\n]/g, '');
@@ -117,6 +129,7 @@ function redactAssignment(line, names) {
 }
 
 function redactTokens(line, prefixes) {
+  if (!prefixes.some((p) => line.includes(p))) return line;
   return line.replace(/[A-Za-z0-9_-]+/g, (token) =>
     prefixes.some((p) => token.startsWith(p) && token.length >= p.length + 8) ? '[REDACTED]' : token,
   );

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
 use serde_json::Value;
@@ -17,15 +18,45 @@ fn workspace() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap()
 }
 
+/// Where `languages/build.sh` puts its builds.
+fn languages_dir() -> PathBuf {
+    // A relative CARGO_TARGET_DIR is taken from the workspace root, as
+    // languages/build.sh takes it when run from there.
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|dir| workspace().join(dir))
+        .unwrap_or_else(|| workspace().join("target"));
+    target.join("languages")
+}
+
 /// Where `languages/build.sh` puts `language`'s guard.
 fn built(language: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join("target"));
-    target
-        .join("languages")
-        .join(language)
-        .join("toolguard.wasm")
+    languages_dir().join(language).join("toolguard.wasm")
+}
+
+const LANGUAGES: [&str; 5] = ["rust", "javascript", "python", "c", "go"];
+
+/// A runtime with a compile cache (in the target directory), so big guests
+/// (JavaScript, Python) compile once per build, not once per test run.
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        let cache = languages_dir().join("compile-cache");
+        Runtime::new(RuntimeConfig {
+            cache_dir: Some(cache),
+            ..RuntimeConfig::default()
+        })
+        .expect("runtime")
+    })
+}
+
+/// The languages `HOOKBOX_LANGUAGES` says must be there.
+fn required() -> Vec<String> {
+    std::env::var("HOOKBOX_LANGUAGES")
+        .unwrap_or_default()
+        .split(',')
+        .map(|l| l.trim().to_owned())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// One file of the fixture: runs, each with its settings and steps.
@@ -81,15 +112,8 @@ fn fixture() -> Vec<Case> {
 /// Runs the whole fixture against the component at `path`; returns every
 /// disagreement.
 fn disagreements(path: &Path) -> Vec<String> {
-    // A runtime of its own with a compile cache, so big guests (JavaScript,
-    // Python) compile once per machine, not once per test run.
-    let cache = std::env::temp_dir().join("hookbox-conformance-cache");
-    let runtime = Runtime::new(RuntimeConfig {
-        cache_dir: Some(cache),
-        ..RuntimeConfig::default()
-    })
-    .expect("runtime");
-    let compiled = match Plugin::from_file(&runtime, path, PluginOptions::default()) {
+    let runtime = runtime();
+    let compiled = match Plugin::from_file(runtime, path, PluginOptions::default()) {
         Ok(plugin) => plugin,
         Err(e) => return vec![format!("does not load: {e}")],
     };
@@ -133,16 +157,68 @@ fn disagreements(path: &Path) -> Vec<String> {
             }
         }
     }
+    found.extend(large_result(&compiled));
     found
+}
+
+/// A 256 KiB tool result (a log with a few secrets in it), redacted within
+/// the default limits (a 100 ms deadline per call) exactly as the Rust guard
+/// redacts it: the fixture's cases are small, guards must also be fast
+/// enough for real output.
+fn large_result(compiled: &Plugin) -> Vec<String> {
+    let mut text = String::new();
+    let mut n = 0;
+    while text.len() < 256 << 10 {
+        n += 1;
+        text.push_str(&match n % 97 {
+            0 => format!("export SESSION_TOKEN=tok{n}\n"),
+            50 => format!("auth: Bearer sk-{n:012}abcdef for user {n}\n"),
+            _ => format!("{n:06} GET /api/items/{n}?page=2 200 12ms \"Mozilla/5.0\" key: value\n"),
+        });
+    }
+    let event = StepEvent::ToolResult(hookbox::ToolResult {
+        tool_name: "read_file".into(),
+        tool_call_id: None,
+        internal_call_id: "large".into(),
+        args: "{}".into(),
+        result: text,
+        outcome: hookbox::ToolOutcome::Success,
+        extensions: "{}".into(),
+    });
+    let answer = |plugin: &Plugin| {
+        let plugin = plugin.with_options(PluginOptions::default()).unwrap();
+        let mut stack = HookStack::new();
+        stack.push_plugin(plugin.into());
+        let mut run = stack.start_run("large");
+        let ctx = run.context(1);
+        match run.dispatch(&ctx, &event) {
+            Ok(decision) => serde_json::to_value(&decision.flow).unwrap(),
+            Err(failure) => Value::String(format!("failed closed: {failure}")),
+        }
+    };
+    let reference = Plugin::from_file(
+        runtime(),
+        Path::new(hookbox_tests::guests::TOOLGUARD),
+        PluginOptions::default(),
+    )
+    .unwrap();
+    let (expected, answered) = (answer(&reference), answer(compiled));
+    assert_eq!(expected["flow"], "rewrite-result", "the Rust guard redacts it");
+    if answered == expected {
+        return vec![];
+    }
+    let shown = |v: &Value| v.to_string().chars().take(300).collect::<String>();
+    vec![format!(
+        "a 256 KiB result:\n    expected {}...\n    answered {}...",
+        shown(&expected),
+        shown(&answered)
+    )]
 }
 
 /// The language's guard agrees with the fixture, or is skipped when not
 /// built and not required.
 fn conforms(language: &str, path: &Path) {
-    let required = std::env::var("HOOKBOX_LANGUAGES")
-        .unwrap_or_default()
-        .split(',')
-        .any(|l| l.trim() == language);
+    let required = required().iter().any(|l| l == language);
     if !path.exists() {
         assert!(
             !required,
@@ -163,6 +239,16 @@ fn conforms(language: &str, path: &Path) {
         found.len(),
         found.join("\n")
     );
+}
+
+#[test]
+fn hookbox_languages_names_only_known_languages() {
+    for language in required() {
+        assert!(
+            LANGUAGES.contains(&language.as_str()),
+            "HOOKBOX_LANGUAGES names `{language}`; the languages are {LANGUAGES:?}"
+        );
+    }
 }
 
 #[test]
@@ -196,9 +282,14 @@ fn go() {
 fn javascript_built_with_its_default_imports_is_refused_with_the_fix() {
     let path = built("javascript").with_file_name("toolguard-http.wasm");
     if !path.exists() {
-        return; // conformance::javascript reports whether it must be built
+        assert!(
+            !required().iter().any(|l| l == "javascript"),
+            "{} is missing; `languages/build.sh javascript` builds it",
+            path.display()
+        );
+        return;
     }
-    match Plugin::from_file(super::support::runtime(), &path, PluginOptions::default()) {
+    match Plugin::from_file(runtime(), &path, PluginOptions::default()) {
         Err(hookbox::Error::Load {
             phase: hookbox::LoadPhase::Link,
             reason,
