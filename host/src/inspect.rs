@@ -145,7 +145,9 @@ pub fn provided(import: &str) -> bool {
         return false;
     };
     match package {
-        "hookbox:hook" => HOOKBOX_INTERFACES.contains(&interface) && same_minor(version, WIT_VERSION),
+        "hookbox:hook" => {
+            HOOKBOX_INTERFACES.contains(&interface) && same_minor(version, WIT_VERSION)
+        }
         _ => package.strip_prefix("wasi:").is_some_and(|package| {
             same_minor(version, "0.2.0")
                 && WASI_PROVIDED
@@ -184,7 +186,10 @@ pub(crate) fn link_failure(info: &PluginInfo, wasmtime_says: &str) -> String {
     );
     if unprovided.is_empty() {
         // Every name is one we provide, so a type does not match.
-        let ours = info.imports.iter().any(|i| i == "log" || i.starts_with("hookbox:hook/"));
+        let ours = info
+            .imports
+            .iter()
+            .any(|i| i == "log" || i.starts_with("hookbox:hook/"));
         let hint = if ours {
             "; if the guest's own hookbox:hook imports differ from this host's, regenerate its \
              bindings from this host's wit/hook.wit"

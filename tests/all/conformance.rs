@@ -203,7 +203,10 @@ fn large_result(compiled: &Plugin) -> Vec<String> {
     )
     .unwrap();
     let (expected, answered) = (answer(&reference), answer(compiled));
-    assert_eq!(expected["flow"], "rewrite-result", "the Rust guard redacts it");
+    assert_eq!(
+        expected["flow"], "rewrite-result",
+        "the Rust guard redacts it"
+    );
     if answered == expected {
         return vec![];
     }
