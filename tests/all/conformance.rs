@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
 use serde_json::Value;
@@ -65,8 +65,43 @@ struct Case {
     runs: Vec<CaseRun>,
 }
 
-/// A run's settings, and its steps: each event with the flow expected.
-type CaseRun = (BTreeMap<String, String>, Vec<(StepEvent, Value)>);
+/// A run's settings, and its steps: each event with the flow expected and
+/// the guest's log lines expected (level, message; none when not given).
+type CaseRun = (BTreeMap<String, String>, Vec<(StepEvent, Value, Value)>);
+
+/// The guest log lines (`hookbox::guest` events) of this thread, as
+/// `[level, message]` pairs.
+#[derive(Clone, Default)]
+struct GuestLog(Arc<Mutex<Vec<Value>>>);
+
+impl GuestLog {
+    fn take(&self) -> Value {
+        Value::Array(std::mem::take(&mut *self.0.lock().unwrap()))
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for GuestLog {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        if event.metadata().target() != "hookbox::guest" {
+            return;
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        let level = event.metadata().level().as_str().to_ascii_lowercase();
+        self.0
+            .lock()
+            .unwrap()
+            .push(serde_json::json!([level, message.0]));
+    }
+}
 
 fn fixture() -> Vec<Case> {
     let dir = workspace().join("languages/conformance");
@@ -98,7 +133,8 @@ fn fixture() -> Vec<Case> {
                         .map(|step| {
                             let event = serde_json::from_value(step[0].clone())
                                 .unwrap_or_else(|e| panic!("{name}: bad event {}: {e}", step[0]));
-                            (event, step[1].clone())
+                            let logs = step.get(2).cloned().unwrap_or(Value::Array(vec![]));
+                            (event, step[1].clone(), logs)
                         })
                         .collect();
                     (config, steps)
@@ -109,9 +145,16 @@ fn fixture() -> Vec<Case> {
         .collect()
 }
 
-/// Runs the whole fixture against the component at `path`; returns every
-/// disagreement.
+/// Runs the whole fixture against the component at `path`, capturing the
+/// guest's log; returns every disagreement.
 fn disagreements(path: &Path) -> Vec<String> {
+    use tracing_subscriber::layer::SubscriberExt;
+    let log = GuestLog::default();
+    let subscriber = tracing_subscriber::registry().with(log.clone());
+    tracing::subscriber::with_default(subscriber, || run_fixture(path, &log))
+}
+
+fn run_fixture(path: &Path, log: &GuestLog) -> Vec<String> {
     let runtime = runtime();
     let compiled = match Plugin::from_file(runtime, path, PluginOptions::default()) {
         Ok(plugin) => plugin,
@@ -143,7 +186,8 @@ fn disagreements(path: &Path) -> Vec<String> {
             stack.push_plugin(plugin.into());
             let mut run = stack.start_run(format!("{}-{r}", case.name));
             let ctx = run.context(1);
-            for (s, (event, expected)) in steps.iter().enumerate() {
+            log.take();
+            for (s, (event, expected, expected_log)) in steps.iter().enumerate() {
                 let answer = match run.dispatch(&ctx, event) {
                     Ok(decision) => serde_json::to_value(&decision.flow).unwrap(),
                     Err(failure) => Value::String(format!("failed closed: {failure}")),
@@ -151,6 +195,13 @@ fn disagreements(path: &Path) -> Vec<String> {
                 if &answer != expected {
                     found.push(format!(
                         "{} run {r} step {s}:\n    expected {expected}\n    answered {answer}",
+                        case.name
+                    ));
+                }
+                let logged = log.take();
+                if &logged != expected_log {
+                    found.push(format!(
+                        "{} run {r} step {s}: the guest's log\n    expected {expected_log}\n    logged   {logged}",
                         case.name
                     ));
                 }
