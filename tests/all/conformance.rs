@@ -188,10 +188,7 @@ fn run_fixture(path: &Path, log: &GuestLog) -> Vec<String> {
             let ctx = run.context(1);
             log.take();
             for (s, (event, expected, expected_log)) in steps.iter().enumerate() {
-                let answer = match run.dispatch(&ctx, event) {
-                    Ok(decision) => serde_json::to_value(&decision.flow).unwrap(),
-                    Err(failure) => Value::String(format!("failed closed: {failure}")),
-                };
+                let answer = answer_json(run.dispatch(&ctx, event));
                 if &answer != expected {
                     found.push(format!(
                         "{} run {r} step {s}:\n    expected {expected}\n    answered {answer}",
@@ -243,10 +240,7 @@ fn large_result(compiled: &Plugin) -> Vec<String> {
         stack.push_plugin(plugin.into());
         let mut run = stack.start_run("large");
         let ctx = run.context(1);
-        match run.dispatch(&ctx, &event) {
-            Ok(decision) => serde_json::to_value(&decision.flow).unwrap(),
-            Err(failure) => Value::String(format!("failed closed: {failure}")),
-        }
+        answer_json(run.dispatch(&ctx, &event))
     };
     let reference = Plugin::from_file(
         runtime(),
@@ -268,6 +262,15 @@ fn large_result(compiled: &Plugin) -> Vec<String> {
         shown(&expected),
         shown(&answered)
     )]
+}
+
+/// An outcome as the fixture writes it: the flow's JSON form, or the
+/// fail-closed diagnostic as a string (which no expected flow equals).
+fn answer_json(outcome: hookbox::Outcome) -> Value {
+    match outcome {
+        Ok(decision) => serde_json::to_value(&decision.flow).unwrap(),
+        Err(failure) => Value::String(format!("failed closed: {failure}")),
+    }
 }
 
 /// The language's guard agrees with the fixture, or is skipped when not
