@@ -334,6 +334,18 @@ pub(crate) struct PluginInstance {
     instance: wasmtime::component::Instance,
 }
 
+impl PluginInstance {
+    /// What the guest keeps in its scratchpad so far this run, by key.
+    pub(crate) fn scratchpad(&self) -> BTreeMap<String, String> {
+        let state = self.store.data();
+        state
+            .scratchpad
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    }
+}
+
 /// What a guest's store holds: its limits, its config and run-scoped state.
 pub(crate) struct PluginState {
     limiter: Limiter,

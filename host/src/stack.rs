@@ -23,6 +23,7 @@
 //! every answer before acting on it.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{Cause, FailClosed};
@@ -283,6 +284,15 @@ impl Run {
         result
     }
 
+    /// Each plugin's scratchpad so far this run, in stack order (nested
+    /// stacks included): for tests and for authors replaying a session.
+    /// A plugin not yet started this run, or that failed, has no entry.
+    pub fn scratchpads(&self) -> Vec<(String, BTreeMap<String, String>)> {
+        let mut found = Vec::new();
+        collect_scratchpads(&self.slots, &mut found);
+        found
+    }
+
     /// Asks the stack about one event.
     ///
     /// Once the run is over, every later call returns the outcome that ended
@@ -407,6 +417,19 @@ fn chain(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKi
         },
         None => Decision::of(Flow::Continue),
     })
+}
+
+fn collect_scratchpads(slots: &[Slot], found: &mut Vec<(String, BTreeMap<String, String>)>) {
+    for slot in slots {
+        match slot {
+            Slot::Plugin {
+                plugin,
+                instance: Instance::Live(live),
+            } => found.push((plugin.name().to_owned(), live.scratchpad())),
+            Slot::Stack { slots, .. } => collect_scratchpads(slots, found),
+            _ => {}
+        }
+    }
 }
 
 fn instantiate_slots(slots: &mut [Slot], run_id: &str) -> Result<(), FailClosed> {

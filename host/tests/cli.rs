@@ -126,6 +126,45 @@ fn replay_prints_one_flow_per_event_naming_the_decider() {
 }
 
 #[test]
+fn replay_shows_each_plugins_scratchpad_after_each_event_when_asked() {
+    let events = r#"{"event":"tool-call","tool_name":"shell","args":"{}"}
+{"event":"tool-call","tool_name":"read_file","args":"{}"}
+{"event":"tool-call","tool_name":"shell","args":"{}"}
+"#;
+    let args = [
+        "replay",
+        "--plugin",
+        guests::TOOLGUARD,
+        "--config",
+        "toolguard.deny=shell",
+        "--scratchpad",
+        "--runs",
+        "2",
+        "-",
+    ];
+    let out = hookbox(&args, events);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let counts: Vec<(Value, Value)> = lines(&out)
+        .iter()
+        .map(|line| (line["run"].clone(), line["scratchpads"].clone()))
+        .collect();
+    let denials =
+        |run: u32, n: &str| (run.into(), serde_json::json!({"toolguard": {"denials": n}}));
+    // Counted per run: the second run starts from an empty scratchpad.
+    assert_eq!(
+        counts,
+        [
+            denials(1, "1"),
+            denials(1, "1"),
+            denials(1, "2"),
+            denials(2, "1"),
+            denials(2, "1"),
+            denials(2, "2"),
+        ]
+    );
+}
+
+#[test]
 fn replay_names_the_line_of_a_bad_event_and_runs_nothing() {
     let events = "{\"event\":\"tool-call\",\"tool_name\":\"ls\",\"args\":\"{}\"}\n{\"event\":\"tool-cal\"}\n";
     let out = hookbox(&["replay", "--plugin", guests::DENY_TOOLS, "-"], events);

@@ -65,9 +65,18 @@ struct Case {
     runs: Vec<CaseRun>,
 }
 
-/// A run's settings, and its steps: each event with the flow expected and
-/// the guest's log lines expected (level, message; none when not given).
-type CaseRun = (BTreeMap<String, String>, Vec<(StepEvent, Value, Value)>);
+/// A run's settings, and its steps.
+type CaseRun = (BTreeMap<String, String>, Vec<Step>);
+
+/// An event, then what must follow it: the flow, the guest's log lines
+/// (`[level, message]`; none when not given) and the guest's whole
+/// scratchpad (empty when not given).
+struct Step {
+    event: StepEvent,
+    flow: Value,
+    logs: Value,
+    scratchpad: Value,
+}
 
 /// The guest log lines (`hookbox::guest` events) of this thread, as
 /// `[level, message]` pairs.
@@ -133,8 +142,14 @@ fn fixture() -> Vec<Case> {
                         .map(|step| {
                             let event = serde_json::from_value(step[0].clone())
                                 .unwrap_or_else(|e| panic!("{name}: bad event {}: {e}", step[0]));
-                            let logs = step.get(2).cloned().unwrap_or(Value::Array(vec![]));
-                            (event, step[1].clone(), logs)
+                            let or =
+                                |i: usize, default: Value| step.get(i).cloned().unwrap_or(default);
+                            Step {
+                                event,
+                                flow: step[1].clone(),
+                                logs: or(2, serde_json::json!([])),
+                                scratchpad: or(3, serde_json::json!({})),
+                            }
                         })
                         .collect();
                     (config, steps)
@@ -187,20 +202,24 @@ fn run_fixture(path: &Path, log: &GuestLog) -> Vec<String> {
             let mut run = stack.start_run(format!("{}-{r}", case.name));
             let ctx = run.context(1);
             log.take();
-            for (s, (event, expected, expected_log)) in steps.iter().enumerate() {
-                let answer = answer_json(run.dispatch(&ctx, event));
-                if &answer != expected {
-                    found.push(format!(
-                        "{} run {r} step {s}:\n    expected {expected}\n    answered {answer}",
-                        case.name
-                    ));
-                }
+            for (s, step) in steps.iter().enumerate() {
+                let answer = answer_json(run.dispatch(&ctx, &step.event));
                 let logged = log.take();
-                if &logged != expected_log {
-                    found.push(format!(
-                        "{} run {r} step {s}: the guest's log\n    expected {expected_log}\n    logged   {logged}",
-                        case.name
-                    ));
+                let kept = match run.scratchpads().pop() {
+                    Some((_, entries)) => serde_json::json!(entries),
+                    None => serde_json::json!({}),
+                };
+                for (what, expected, got) in [
+                    ("flow", &step.flow, answer),
+                    ("log", &step.logs, logged),
+                    ("scratchpad", &step.scratchpad, kept),
+                ] {
+                    if expected != &got {
+                        found.push(format!(
+                            "{} run {r} step {s}: the {what}\n    expected {expected}\n    got      {got}",
+                            case.name
+                        ));
+                    }
                 }
             }
         }

@@ -1,10 +1,11 @@
 //! What a guest can keep and reach: nothing across runs, nothing beyond the
 //! host imports, and only the events it subscribed to.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use hookbox::Flow;
+use hookbox::{Flow, HookStack};
 
 use super::support::*;
 
@@ -37,6 +38,31 @@ fn each_plugin_has_its_own_scratchpad() {
     assert_eq!(
         decided(dispatch(&mut run, &tool_call("b:count", "{}"))).flow,
         Flow::skip("global=1 scratch=1")
+    );
+}
+
+#[test]
+fn a_runs_scratchpads_are_listed_in_stack_order_nested_stacks_included() {
+    let mut inner = HookStack::new();
+    inner.push_plugin(puppet("b"));
+    let mut stack = stack(&[puppet("a")]);
+    stack.push_stack(inner).push_plugin(puppet("c"));
+    let mut run = stack.start_run("r");
+    assert!(run.scratchpads().is_empty(), "nothing started yet");
+    dispatch(&mut run, &tool_call("a:count", "{}")).unwrap();
+    dispatch(&mut run, &tool_call("a:count", "{}")).unwrap();
+    dispatch(&mut run, &tool_call("b:count", "{}")).unwrap();
+    let count = |n: &str| {
+        let entries = BTreeMap::from([("count".to_owned(), n.to_owned())]);
+        ("puppet".to_owned(), entries)
+    };
+    // b's skip ends the chain: c has not been started.
+    assert_eq!(run.scratchpads(), [count("2"), count("1")]);
+    assert!(dispatch(&mut run, &tool_call("c:panic", "{}")).is_err());
+    assert_eq!(
+        run.scratchpads(),
+        [count("2"), count("1")],
+        "an instance that failed is gone, and shows nothing"
     );
 }
 

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use crate::{
-    Error, HookContext, HookStack, LoadPhase, Plugin, PluginInfo, PluginOptions, Runtime,
+    Error, HookContext, HookStack, LoadPhase, Plugin, PluginInfo, PluginOptions, Run, Runtime,
     RuntimeConfig, StepEvent,
 };
 use anyhow::{Context, Result, bail};
@@ -94,6 +94,10 @@ enum Command {
         /// Replay the file this many times, each a separate run.
         #[arg(long, default_value_t = 1)]
         runs: u32,
+        /// Also print, after each event, what every plugin keeps in its
+        /// scratchpad (`"scratchpads": {PLUGIN: {KEY: VALUE}}`).
+        #[arg(long)]
+        scratchpad: bool,
         /// A setting for a --plugin file, `PLUGIN.KEY=VALUE` (repeatable);
         /// directory plugins take theirs from hookbox.toml.
         #[arg(long = "config", value_name = "PLUGIN.KEY=VALUE")]
@@ -157,9 +161,10 @@ where
             plugins,
             dir,
             runs,
+            scratchpad,
             config,
             events,
-        } => replay(plugins, dir, runs, &config, &events),
+        } => replay(plugins, dir, runs, scratchpad, &config, &events),
     };
     match result {
         Ok(code) => code,
@@ -430,6 +435,7 @@ fn replay(
     paths: Vec<PathBuf>,
     dir: Option<PathBuf>,
     runs: u32,
+    scratchpad: bool,
     settings: &[String],
     events_path: &Path,
 ) -> Result<ExitCode> {
@@ -450,6 +456,9 @@ fn replay(
             if runs > 1 {
                 line["run"] = run_number.into();
             }
+            if scratchpad {
+                line["scratchpads"] = scratchpads_json(&run);
+            }
             writeln!(out, "{line}")?;
             if run.is_over() {
                 break;
@@ -458,6 +467,22 @@ fn replay(
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `{PLUGIN: {KEY: VALUE}}` for the run's started plugins; a name that
+/// comes twice in the stack gets `#2`, `#3`... so nothing is hidden.
+fn scratchpads_json(run: &Run) -> serde_json::Value {
+    let mut all = serde_json::Map::new();
+    for (name, entries) in run.scratchpads() {
+        let mut key = name.clone();
+        let mut n = 1;
+        while all.contains_key(&key) {
+            n += 1;
+            key = format!("{name}#{n}");
+        }
+        all.insert(key, serde_json::json!(entries));
+    }
+    all.into()
 }
 
 /// A stack of `--plugin` files (with their `--config` settings), then the
