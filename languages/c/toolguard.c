@@ -65,7 +65,7 @@ static void push(buf *b, const uint8_t *bytes, size_t len) {
 static void push_str(buf *b, str s) { push(b, s.ptr, s.len); }
 static void push_c(buf *b, const char *s) { push(b, (const uint8_t *)s, strlen(s)); }
 
-static void push_number(buf *b, unsigned long n) {
+static void push_number(buf *b, uint64_t n) {
   char digits[24];
   size_t i = sizeof digits;
   do digits[--i] = (char)('0' + n % 10);
@@ -152,9 +152,9 @@ static hook_flow_t flow(uint8_t tag, buf *text) {
 }
 
 // 1 to 6 ASCII digits, at least 1; 0 when invalid.
-static unsigned long parse_max(str value) {
+static uint64_t parse_max(str value) {
   if (value.len < 1 || value.len > 6) return 0;
-  unsigned long n = 0;
+  uint64_t n = 0;
   for (size_t i = 0; i < value.len; i++) {
     if (value.ptr[i] < '0' || value.ptr[i] > '9') return 0;
     n = n * 10 + (value.ptr[i] - '0');
@@ -196,7 +196,7 @@ static bool denial(str name, str args, buf *reason) {
 static hook_flow_t check_call(hookbox_hook_types_tool_call_t *call) {
   buf text = {0};
   str max_value;
-  unsigned long max = 0;
+  uint64_t max = 0;
   bool has_max = setting_value("max_denials", &max_value);
   if (has_max) {
     max = parse_max(max_value);
@@ -214,7 +214,7 @@ static hook_flow_t check_call(hookbox_hook_types_tool_call_t *call) {
   }
 
   str key = cstr("denials"), stored;
-  unsigned long count = 0;
+  uint64_t count = 0;
   if (hookbox_hook_scratchpad_get(&key, &stored)) {
     for (size_t i = 0; i < stored.len; i++) count = count * 10 + (stored.ptr[i] - '0');
     drop(&stored);
