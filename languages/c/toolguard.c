@@ -81,10 +81,14 @@ static void drop(str *s) { hook_string_free(s); }
 
 // ---- settings
 
-// A setting's value, owned by the caller; false when unset.
+// A setting's value, owned by the caller; false (and empty) when unset.
 static bool setting_value(const char *key, str *value) {
   str k = cstr(key);
-  return hookbox_hook_config_get(&k, value);
+  if (hookbox_hook_config_get(&k, value)) return true;
+  // On `none` the bindings copy an uninitialised string into *value:
+  // freeing that later would corrupt the heap.
+  *value = (str){NULL, 0};
+  return false;
 }
 
 // A comma-separated list: items trimmed of spaces and tabs, empty ones
