@@ -43,7 +43,11 @@ build() {
         && rustc --version) | sha256sum | cut -d' ' -f1)"
     local outputs=("$dir/toolguard.wasm")
     [[ "$language" != javascript ]] || outputs+=("$dir/toolguard-http.wasm")
+    # The conformance test compares these files' times with the stamp's, to
+    # refuse a build older than its sources.
+    printf '%s\n' $inputs wit/hook.wit >"$dir/inputs"
     if [[ "$(cat "$dir/stamp" 2>/dev/null)" == "$stamp" ]] && ls "${outputs[@]}" >/dev/null 2>&1; then
+        touch "$dir/stamp"
         step "$language: up to date ($dir/toolguard.wasm)"
         return
     fi
@@ -159,7 +163,7 @@ languages=("$@")
 for language in "${languages[@]}"; do
     case "$language" in
         rust) python_tools; build rust "languages/rust/Cargo.toml languages/rust/src/lib.rs sdk/Cargo.toml sdk/src/lib.rs sdk/src/glob.rs Cargo.toml Cargo.lock" ;;
-        javascript) build javascript "languages/javascript/toolguard.js languages/javascript/package-lock.json" ;;
+        javascript) build javascript "languages/javascript/toolguard.js languages/javascript/package.json languages/javascript/package-lock.json" ;;
         python) python_tools; build python "languages/python/app.py" ;;
         c) python_tools; build c "languages/c/toolguard.c" ;;
         go) python_tools; build go "languages/go/go.mod languages/go/abi.go languages/go/toolguard.go languages/go/wasi-stub.wat" ;;

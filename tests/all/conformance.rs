@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
+use hookbox::{EventKind, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
 use serde_json::Value;
 
 fn workspace() -> &'static Path {
@@ -183,6 +183,16 @@ fn run_fixture(path: &Path, log: &GuestLog) -> Vec<String> {
         .filter(|import| !import.starts_with("hookbox:hook/") && *import != "log")
         .map(|import| format!("imports {import}: the build must leave WASI out"))
         .collect();
+    // The spec: tool-call and tool-result, nothing else (the host never
+    // delivers other kinds, so the steps alone could not tell).
+    for kind in EventKind::ALL {
+        let wanted = matches!(kind, EventKind::ToolCall | EventKind::ToolResult);
+        match (compiled.subscriptions().contains(kind), wanted) {
+            (false, true) => found.push(format!("does not subscribe to {kind}")),
+            (true, false) => found.push(format!("subscribes to {kind}, which the spec leaves out")),
+            _ => {}
+        }
+    }
     for case in fixture() {
         for (r, (config, steps)) in case.runs.iter().enumerate() {
             let options = PluginOptions {
@@ -308,6 +318,11 @@ fn conforms(language: &str, path: &Path) {
         );
         return;
     }
+    if language != "rust" {
+        if let Some(stale) = stale_build(language, path) {
+            panic!("{language}: {stale}; rebuild it with `languages/build.sh {language}`");
+        }
+    }
     let found = disagreements(path);
     assert!(
         found.is_empty(),
@@ -316,6 +331,24 @@ fn conforms(language: &str, path: &Path) {
         found.len(),
         found.join("\n")
     );
+}
+
+/// Why the build of `language` at `path` is older than its sources, if it
+/// is: `build.sh` lists a build's inputs next to it and touches its stamp
+/// when it finds the build up to date.
+fn stale_build(language: &str, path: &Path) -> Option<String> {
+    let dir = path.parent().unwrap();
+    let modified = |file: &Path| std::fs::metadata(file).and_then(|m| m.modified()).ok();
+    let Some(built) = modified(&dir.join("stamp")) else {
+        return Some(format!("{} has no stamp", dir.display()));
+    };
+    let Ok(inputs) = std::fs::read_to_string(dir.join("inputs")) else {
+        return Some(format!("{} has no list of inputs", dir.display()));
+    };
+    inputs
+        .lines()
+        .find(|input| modified(&workspace().join(input)).is_none_or(|time| time > built))
+        .map(|input| format!("{input} changed after {language}'s guard was built"))
 }
 
 #[test]
