@@ -177,7 +177,7 @@ pub(crate) fn link_failure(info: &PluginInfo, wasmtime_says: &str) -> String {
         .imports
         .iter()
         .filter(|import| !provided(import))
-        .map(|import| explain(import))
+        .map(|import| explain(import, info))
         .collect();
     let allowed = format!(
         "a hook may import only `log`, `hookbox:hook/config@{WIT_VERSION}`, \
@@ -206,33 +206,58 @@ pub(crate) fn link_failure(info: &PluginInfo, wasmtime_says: &str) -> String {
     )
 }
 
-fn explain(import: &str) -> String {
-    if let Some((interface, version)) = import
-        .strip_prefix("hookbox:hook/")
-        .and_then(|rest| rest.split_once('@'))
-    {
-        return if !same_minor(version, WIT_VERSION) {
+fn explain(import: &str, info: &PluginInfo) -> String {
+    let (package, interface, version) = match import.split_once('/') {
+        Some((package, rest)) => match rest.split_once('@') {
+            Some((interface, version)) => (package, interface, Some(version)),
+            None => (package, rest, None),
+        },
+        None => return format!("`{import}`"),
+    };
+    let why = match (package, version) {
+        ("hookbox:hook", None) => format!(
+            "its WIT package has no version: generate the bindings from this host's \
+             wit/hook.wit (hookbox:hook@{WIT_VERSION})"
+        ),
+        ("hookbox:hook", Some(version)) if !same_minor(version, WIT_VERSION) => format!(
+            "built against hookbox:hook@{version}, this host implements \
+             hookbox:hook@{WIT_VERSION}: regenerate the bindings from its wit/hook.wit"
+        ),
+        ("hookbox:hook", Some(_)) => {
+            format!("`{interface}` is not an interface of the hookbox:hook/hook world")
+        }
+        ("wasi:http", _) => "guests get no network; componentize-js adds it unless built \
+             with `-d http fetch-event`"
+            .to_owned(),
+        (wasi, version) if wasi.starts_with("wasi:") => {
+            let fix = if built_by_componentize_py(info) {
+                "componentize-py guests avoid WASI with `--stub-wasi`"
+            } else {
+                "leave WASI out of the build, or build for WASI 0.2 (wasm32-wasip2)"
+            };
+            let what = match version {
+                None => "WASI without a version".to_owned(),
+                Some(v) if v.contains('-') => format!("a pre-release of WASI ({v})"),
+                Some(v) if !same_minor(v, "0.2.0") => format!("WASI {v}"),
+                Some(_) => "not one of the interfaces hookbox provides".to_owned(),
+            };
             format!(
-                "`{import}` (built against hookbox:hook@{version}, this host implements \
-                 hookbox:hook@{WIT_VERSION}: regenerate the bindings from its wit/hook.wit)"
+                "{what}; hookbox provides WASI 0.2's cli, clocks, filesystem, io, random and \
+                 sockets, all empty: {fix}"
             )
-        } else {
-            format!("`{import}` (`{interface}` is not an interface of the hookbox:hook/hook world)")
-        };
-    }
-    if import.starts_with("wasi:http/") {
-        return format!(
-            "`{import}` (guests get no network; componentize-js adds it unless built with \
-             `-d http fetch-event`)"
-        );
-    }
-    if import.starts_with("wasi:") {
-        return format!(
-            "`{import}` (not part of WASI 0.2's cli, clocks, filesystem, io, random or \
-             sockets; componentize-py guests avoid WASI with `--stub-wasi`)"
-        );
-    }
-    format!("`{import}`")
+        }
+        _ => return format!("`{import}`"),
+    };
+    format!("`{import}` ({why})")
+}
+
+/// componentize-py's builds carry no `language` field; its pre-initialiser
+/// names itself.
+fn built_by_componentize_py(info: &PluginInfo) -> bool {
+    info.producers.iter().any(|(field, value)| {
+        (field == "language" && value.starts_with("Python"))
+            || value.starts_with("component-init-transform")
+    })
 }
 
 /// Why a component that links is not a hook: a missing or mistyped export.
@@ -313,6 +338,54 @@ mod tests {
         assert!(why.contains("`wasi:http/types@0.2.0` (guests get no network; componentize-js adds it unless built with `-d http fetch-event`)"), "{why}");
         assert!(
             !why.contains("`log`;") && !why.contains("`wasi:cli/stdout"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn each_kind_of_unprovided_import_gets_its_own_reason() {
+        let mut info = PluginInfo {
+            size_bytes: 0,
+            imports: vec![],
+            exports: vec![],
+            uses_wasi: true,
+            producers: vec![("processed-by".into(), "wit-component 0.245.1".into())],
+        };
+        for (import, reason) in [
+            ("hookbox:hook/config", "its WIT package has no version"),
+            (
+                "hookbox:hook/net@0.1.0",
+                "`net` is not an interface of the hookbox:hook/hook world",
+            ),
+            (
+                "wasi:cli/stdout@0.2.0-rc-2023-11-10",
+                "a pre-release of WASI (0.2.0-rc-2023-11-10)",
+            ),
+            ("wasi:cli/stdout", "WASI without a version"),
+            ("wasi:cli/stdout@0.3.0", "WASI 0.3.0;"),
+            (
+                "wasi:clocks/timezone@0.2.0",
+                "not one of the interfaces hookbox provides",
+            ),
+            ("evil:net/socket@1.0.0", ""),
+        ] {
+            let why = explain(import, &info);
+            assert!(
+                why.starts_with(&format!("`{import}`")) && why.contains(reason),
+                "{why}"
+            );
+            assert!(
+                !why.contains("componentize-py"),
+                "not a Python build: {why}"
+            );
+        }
+        info.producers.push((
+            "processed-by".into(),
+            "component-init-transform 0.2.0".into(),
+        ));
+        let why = explain("wasi:cli/stdout@0.3.0", &info);
+        assert!(
+            why.contains("componentize-py guests avoid WASI with `--stub-wasi`"),
             "{why}"
         );
     }

@@ -101,6 +101,19 @@ fn check_shows_the_facts_of_a_refused_component_and_marks_what_is_not_provided()
         "{text}"
     );
     assert!(text.contains("size:"), "{text}");
+
+    // The same facts when it is refused as part of a directory.
+    let dir = wrong.parent().unwrap().join("refused-dir");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(&wrong, dir.join("wrong.wasm")).unwrap();
+    let out = hookbox(&["check", dir.to_str().unwrap()], "");
+    assert!(!out.status.success());
+    let (err, text) = (stderr(&out), stdout(&out));
+    assert!(err.contains("- wrong (wrong.wasm, required): "), "{err}");
+    assert!(
+        text.contains("wasi:http/outgoing-handler@0.2.0 (NOT PROVIDED)") && text.contains("size:"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -329,13 +329,10 @@ fn check_file(runtime: &Runtime, path: &Path) -> bool {
         }
         Err(e) => {
             eprintln!("{}: refused: {e}", path.display());
-            // What it is, even though it is not a hook.
             if let Error::Load { plugin, phase, .. } = &e
                 && *phase != LoadPhase::Compile
-                && let Ok(bytes) = std::fs::read(path)
-                && let Ok(info) = crate::inspect(runtime, plugin, &bytes)
             {
-                facts(&info, None);
+                refused_facts(runtime, plugin, path);
             }
             false
         }
@@ -372,13 +369,26 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
                 println!("- {} ({}, {required}): ok", status.name, status.file);
                 describe(plugin);
             }
-            Err(reason) => eprintln!("- {} ({}, {required}): {reason}", status.name, status.file),
+            Err(reason) => {
+                eprintln!("- {} ({}, {required}): {reason}", status.name, status.file);
+                refused_facts(runtime, &status.name, &dir.join(&status.file));
+            }
         }
     }
     for file in &loaded.unlisted {
         println!("- {file}: not in hookbox.toml, not loaded");
     }
     loaded.failures().next().is_none()
+}
+
+/// What a refused component is, even though it is not a hook (nothing when
+/// it is not a component at all).
+fn refused_facts(runtime: &Runtime, name: &str, path: &Path) {
+    if let Ok(bytes) = std::fs::read(path)
+        && let Ok(info) = crate::inspect(runtime, name, &bytes)
+    {
+        facts(&info, None);
+    }
 }
 
 fn describe(plugin: &Plugin) {
