@@ -318,10 +318,10 @@ fn conforms(language: &str, path: &Path) {
         );
         return;
     }
-    if language != "rust" {
-        if let Some(stale) = stale_build(language, path) {
-            panic!("{language}: {stale}; rebuild it with `languages/build.sh {language}`");
-        }
+    if language != "rust"
+        && let Some(stale) = stale_build(language, path)
+    {
+        panic!("{language}: {stale}; rebuild it with `languages/build.sh {language}`");
     }
     let found = disagreements(path);
     assert!(
