@@ -129,6 +129,24 @@ const WASI_PROVIDED: [(&str, &[&str]); 6] = [
     ),
 ];
 
+/// The WASI version hookbox links (any 0.2.x).
+const WASI_VERSION: &str = "0.2.0";
+
+/// The WASI packages hookbox links, for messages: "cli, clocks, ...".
+fn wasi_packages() -> String {
+    WASI_PROVIDED.map(|(package, _)| package).join(", ")
+}
+
+/// An import name's package, interface and version:
+/// `wasi:cli/stdout@0.2.6` is (`wasi:cli`, `stdout`, `Some("0.2.6")`).
+fn split_name(import: &str) -> Option<(&str, &str, Option<&str>)> {
+    let (package, rest) = import.split_once('/')?;
+    Some(match rest.split_once('@') {
+        Some((interface, version)) => (package, interface, Some(version)),
+        None => (package, rest, None),
+    })
+}
+
 /// The interfaces of our package a hook may import.
 const HOOKBOX_INTERFACES: [&str; 3] = ["types", "config", "scratchpad"];
 
@@ -138,10 +156,7 @@ pub fn provided(import: &str) -> bool {
     if import == "log" {
         return true;
     }
-    let Some((package, rest)) = import.split_once('/') else {
-        return false;
-    };
-    let Some((interface, version)) = rest.split_once('@') else {
+    let Some((package, interface, Some(version))) = split_name(import) else {
         return false;
     };
     match package {
@@ -149,7 +164,7 @@ pub fn provided(import: &str) -> bool {
             HOOKBOX_INTERFACES.contains(&interface) && same_minor(version, WIT_VERSION)
         }
         _ => package.strip_prefix("wasi:").is_some_and(|package| {
-            same_minor(version, "0.2.0")
+            same_minor(version, WASI_VERSION)
                 && WASI_PROVIDED
                     .iter()
                     .any(|(p, interfaces)| *p == package && interfaces.contains(&interface))
@@ -182,7 +197,8 @@ pub(crate) fn link_failure(info: &PluginInfo, wasmtime_says: &str) -> String {
     let allowed = format!(
         "a hook may import only `log`, `hookbox:hook/config@{WIT_VERSION}`, \
          `hookbox:hook/scratchpad@{WIT_VERSION}`, `hookbox:hook/types@{WIT_VERSION}` \
-         and WASI 0.2 (cli, clocks, filesystem, io, random, sockets; all empty)"
+         and WASI 0.2 ({}; all empty)",
+        wasi_packages()
     );
     if unprovided.is_empty() {
         // Every name is one we provide, so a type does not match.
@@ -207,12 +223,8 @@ pub(crate) fn link_failure(info: &PluginInfo, wasmtime_says: &str) -> String {
 }
 
 fn explain(import: &str, info: &PluginInfo) -> String {
-    let (package, interface, version) = match import.split_once('/') {
-        Some((package, rest)) => match rest.split_once('@') {
-            Some((interface, version)) => (package, interface, Some(version)),
-            None => (package, rest, None),
-        },
-        None => return format!("`{import}`"),
+    let Some((package, interface, version)) = split_name(import) else {
+        return format!("`{import}`");
     };
     let why = match (package, version) {
         ("hookbox:hook", None) => format!(
@@ -238,12 +250,12 @@ fn explain(import: &str, info: &PluginInfo) -> String {
             let what = match version {
                 None => "WASI without a version".to_owned(),
                 Some(v) if v.contains('-') => format!("a pre-release of WASI ({v})"),
-                Some(v) if !same_minor(v, "0.2.0") => format!("WASI {v}"),
+                Some(v) if !same_minor(v, WASI_VERSION) => format!("WASI {v}"),
                 Some(_) => "not one of the interfaces hookbox provides".to_owned(),
             };
             format!(
-                "{what}; hookbox provides WASI 0.2's cli, clocks, filesystem, io, random and \
-                 sockets, all empty: {fix}"
+                "{what}; hookbox provides WASI 0.2's {}, all empty: {fix}",
+                wasi_packages()
             )
         }
         _ => return format!("`{import}`"),

@@ -49,6 +49,11 @@ fn runtime() -> &'static Runtime {
     })
 }
 
+/// Whether `HOOKBOX_LANGUAGES` names `language`.
+fn is_required(language: &str) -> bool {
+    required().iter().any(|l| l == language)
+}
+
 /// The languages `HOOKBOX_LANGUAGES` says must be there.
 fn required() -> Vec<String> {
     std::env::var("HOOKBOX_LANGUAGES")
@@ -305,7 +310,7 @@ fn answer_json(outcome: hookbox::Outcome) -> Value {
 /// The language's guard agrees with the fixture, or is skipped when not
 /// built and not required.
 fn conforms(language: &str, path: &Path) {
-    let required = required().iter().any(|l| l == language);
+    let required = is_required(language);
     if !path.exists() {
         assert!(
             !required,
@@ -393,7 +398,7 @@ fn javascript_built_with_its_default_imports_is_refused_with_the_fix() {
     let path = built("javascript").with_file_name("toolguard-http.wasm");
     if !path.exists() {
         assert!(
-            !required().iter().any(|l| l == "javascript"),
+            !is_required("javascript"),
             "{} is missing; `languages/build.sh javascript` builds it",
             path.display()
         );
