@@ -1,8 +1,8 @@
 //! Write a hookbox hook in Rust: implement [`Hook`], add one [`hook!`] line,
 //! build for `wasm32-unknown-unknown` and encode the result as a component.
 //!
-//! ```ignore
-//! use hookbox_sdk::{Flow, Hook, HookContext, StepEvent, EventKind};
+//! ```
+//! use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent};
 //!
 //! struct NoShell;
 //!
@@ -21,6 +21,7 @@
 //! }
 //!
 //! hookbox_sdk::hook!(NoShell);
+//! # fn main() {}
 //! ```
 //!
 //! The guest reads its settings with [`config`], keeps run-scoped state in
@@ -29,7 +30,7 @@
 #[doc(hidden)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../wit",
+        path: "wit",
         world: "hook",
         pub_export_macro: true,
         export_macro_name: "__export_hook",
@@ -55,6 +56,7 @@ pub trait Hook {
         EventKind::ALL.to_vec()
     }
 
+    /// Decides what to do at one step of the run.
     fn on_event(ctx: &HookContext, event: StepEvent) -> Flow;
 }
 
@@ -78,20 +80,9 @@ macro_rules! hook {
     };
 }
 
-impl EventKind {
-    /// Every kind, in WIT order.
-    pub const ALL: [EventKind; 9] = [
-        EventKind::CompletionCall,
-        EventKind::CompletionResponse,
-        EventKind::ModelTurnFinished,
-        EventKind::InvalidToolCall,
-        EventKind::ToolCall,
-        EventKind::ToolResult,
-        EventKind::TextDelta,
-        EventKind::ToolCallDelta,
-        EventKind::StreamResponseFinish,
-    ];
-}
+// `EventKind::ALL`, `EventKind::name`, `StepEvent::kind`, `Flow::name`,
+// generated from the WIT by build.rs.
+include!(concat!(env!("OUT_DIR"), "/names.rs"));
 
 impl Flow {
     /// End the run, surfacing `reason`.
@@ -203,15 +194,23 @@ pub mod scratchpad {
 pub mod log {
     use crate::bindings::{hookbox::hook::types::LogLevel, log};
 
+    /// Logs at trace level (the finest; off unless the host asks for it).
+    pub fn trace(message: &str) {
+        log(LogLevel::Trace, message)
+    }
+    /// Logs at debug level.
     pub fn debug(message: &str) {
         log(LogLevel::Debug, message)
     }
+    /// Logs at info level.
     pub fn info(message: &str) {
         log(LogLevel::Info, message)
     }
+    /// Logs at warn level.
     pub fn warn(message: &str) {
         log(LogLevel::Warn, message)
     }
+    /// Logs at error level.
     pub fn error(message: &str) {
         log(LogLevel::Error, message)
     }

@@ -405,7 +405,7 @@ fn javascript_built_with_its_default_imports_is_refused_with_the_fix() {
         return;
     }
     match Plugin::from_file(runtime(), &path, PluginOptions::default()) {
-        Err(hookbox::Error::Load {
+        Err(hookbox::LoadError {
             phase: hookbox::LoadPhase::Link,
             reason,
             ..

@@ -40,7 +40,7 @@ fn reason(loaded: &LoadedDir, name: &str) -> String {
         .result
         .as_ref()
         .err()
-        .cloned()
+        .map(|error| format!("{}: {}", error.phase, error.reason))
         .expect("failed to load")
 }
 

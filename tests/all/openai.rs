@@ -14,8 +14,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
-use hookbox::runner::{Agent, LoopConfig, OpenAiModel, RunReport, RunStatus, ToolSet, Workspace};
 use hookbox::{EventKind, HookStack, StepEvent, hook_fn};
+use hookbox_runner::{Agent, LoopConfig, OpenAiModel, RunReport, RunStatus, ToolSet, Workspace};
 use serde_json::{Value, json};
 
 /// What the server answers, in order.

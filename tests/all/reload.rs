@@ -64,7 +64,9 @@ fn a_corrupt_or_half_written_file_never_replaces_a_working_version() {
         let report = watcher.reload_now();
         assert_eq!(report.errors.len(), 1, "{report:?}");
         assert!(
-            report.errors[0].1.contains("previous version stays live"),
+            report.errors[0]
+                .reason
+                .contains("previous version stays live"),
             "{report:?}"
         );
         assert_eq!(
@@ -105,7 +107,7 @@ fn a_required_plugin_that_cannot_load_fails_new_runs_closed_until_fixed() {
     let watcher = DirWatcher::start(runtime(), &dir, DEBOUNCE).unwrap();
     std::fs::write(dir.join("new.wasm"), b"not a component").unwrap();
     let report = watcher.reload_now();
-    assert_eq!(report.errors[0].0, "new");
+    assert_eq!(report.errors[0].plugin, "new");
     let failure = once(&watcher.snapshot().stack, &tool_call("t", "{}")).unwrap_err();
     assert_eq!((&*failure.plugin, failure.cause), ("new", Cause::Load));
 
@@ -123,7 +125,13 @@ fn a_manifest_that_does_not_parse_keeps_the_previous_stack() {
     )
     .unwrap();
     let report = watcher.reload_now();
-    assert!(report.errors[0].1.contains("bogus"), "{report:?}");
+    assert!(
+        report
+            .directory_error
+            .as_ref()
+            .is_some_and(|e| e.contains("bogus")),
+        "{report:?}"
+    );
     assert_eq!(version_of(&watcher), Flow::skip("v1"));
 }
 

@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use hookbox::runner::{
-    Agent, ChatMessage, LoopAction, LoopConfig, LoopDetection, LoopEvent, ModelRequest, RunReport,
-    RunStatus, ScriptedModel, Tool, ToolOutput, ToolSet, ToolSpec, Workspace,
-};
 use hookbox::{
     Cause, EventKind, HookStack, Plugin, Role, StepEvent, ToolChoice, ToolOutcome, hook_fn,
+};
+use hookbox_runner::{
+    Agent, ChatMessage, LoopAction, LoopConfig, LoopDetection, LoopEvent, ModelRequest, RunReport,
+    RunStatus, ScriptedModel, Tool, ToolOutput, ToolSet, ToolSpec, Workspace,
 };
 use serde_json::json;
 

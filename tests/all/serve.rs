@@ -7,7 +7,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use hookbox::serve::{ServeConfig, Server};
+use hookbox_serve::{ServeConfig, Server, StackSource};
 use serde_json::{Value, json};
 
 use super::directory::{put, scratch_dir};
@@ -29,6 +29,12 @@ fn manifest(dir: &Path, version: &str) {
     std::fs::write(dir.join("hookbox.toml"), text).unwrap();
 }
 
+/// `dir`, loaded and watched.
+fn watched(dir: &std::path::Path) -> StackSource {
+    StackSource::watch(runtime(), dir, std::time::Duration::from_millis(100))
+        .expect("the directory loads")
+}
+
 impl Fixture {
     fn new(label: &str, config: ServeConfig) -> Fixture {
         let dir = scratch_dir(label);
@@ -41,7 +47,7 @@ impl Fixture {
             .unwrap();
         let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
         let server = tokio
-            .block_on(Server::start(runtime(), &dir, addr, config))
+            .block_on(Server::start(watched(&dir), addr, config))
             .expect("server starts");
         Fixture {
             _tokio: tokio,
@@ -361,7 +367,7 @@ fn load_test_many_concurrent_sessions_lose_and_mix_nothing() {
         .unwrap();
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let server = tokio
-        .block_on(Server::start(runtime(), &dir, addr, ServeConfig::default()))
+        .block_on(Server::start(watched(&dir), addr, ServeConfig::default()))
         .unwrap();
     let addr = server.addr;
     let scale = |var: &str, default: usize| {

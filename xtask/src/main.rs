@@ -64,7 +64,7 @@ fn demo(root: &Path) -> Result<()> {
         "--enable-shell".as_ref(),
         prompt.as_ref(),
     ];
-    let code = hookbox::cli::main(args);
+    let code = hookbox_cli::main(args);
     if code != std::process::ExitCode::SUCCESS {
         bail!("the demo run did not finish");
     }

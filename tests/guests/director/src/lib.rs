@@ -22,12 +22,12 @@ impl Hook for Director {
     fn subscriptions() -> Vec<EventKind> {
         EventKind::ALL
             .into_iter()
-            .filter(|k| config::get(kind_name(*k)).is_some())
+            .filter(|k| config::get(k.name()).is_some())
             .collect()
     }
 
     fn on_event(ctx: &HookContext, event: StepEvent) -> Flow {
-        let kind = kind_name(kind(&event));
+        let kind = event.kind().name();
         let Some(spec) = config::get(kind) else {
             return Flow::Continue;
         };
@@ -111,34 +111,6 @@ fn text(event: &StepEvent) -> String {
         StepEvent::TextDelta(e) => e.aggregated.clone(),
         StepEvent::ToolCallDelta(e) => e.delta.clone(),
         StepEvent::StreamResponseFinish(e) => e.response.content.clone(),
-    }
-}
-
-fn kind(event: &StepEvent) -> EventKind {
-    match event {
-        StepEvent::CompletionCall(_) => EventKind::CompletionCall,
-        StepEvent::CompletionResponse(_) => EventKind::CompletionResponse,
-        StepEvent::ModelTurnFinished(_) => EventKind::ModelTurnFinished,
-        StepEvent::InvalidToolCall(_) => EventKind::InvalidToolCall,
-        StepEvent::ToolCall(_) => EventKind::ToolCall,
-        StepEvent::ToolResult(_) => EventKind::ToolResult,
-        StepEvent::TextDelta(_) => EventKind::TextDelta,
-        StepEvent::ToolCallDelta(_) => EventKind::ToolCallDelta,
-        StepEvent::StreamResponseFinish(_) => EventKind::StreamResponseFinish,
-    }
-}
-
-fn kind_name(kind: EventKind) -> &'static str {
-    match kind {
-        EventKind::CompletionCall => "completion-call",
-        EventKind::CompletionResponse => "completion-response",
-        EventKind::ModelTurnFinished => "model-turn-finished",
-        EventKind::InvalidToolCall => "invalid-tool-call",
-        EventKind::ToolCall => "tool-call",
-        EventKind::ToolResult => "tool-result",
-        EventKind::TextDelta => "text-delta",
-        EventKind::ToolCallDelta => "tool-call-delta",
-        EventKind::StreamResponseFinish => "stream-response-finish",
     }
 }
 

@@ -23,7 +23,7 @@ impl Hook for Puppet {
         let only = config::list("subscribe");
         EventKind::ALL
             .into_iter()
-            .filter(|k| only.is_empty() || only.iter().any(|o| *o == kind_name(*k)))
+            .filter(|k| only.is_empty() || only.iter().any(|o| *o == k.name()))
             .collect()
     }
 
@@ -121,20 +121,6 @@ fn script(event: &StepEvent) -> &str {
         StepEvent::TextDelta(e) => &e.delta,
         StepEvent::ToolCallDelta(e) => &e.delta,
         StepEvent::StreamResponseFinish(e) => &e.prompt,
-    }
-}
-
-fn kind_name(kind: EventKind) -> &'static str {
-    match kind {
-        EventKind::CompletionCall => "completion-call",
-        EventKind::CompletionResponse => "completion-response",
-        EventKind::ModelTurnFinished => "model-turn-finished",
-        EventKind::InvalidToolCall => "invalid-tool-call",
-        EventKind::ToolCall => "tool-call",
-        EventKind::ToolResult => "tool-result",
-        EventKind::TextDelta => "text-delta",
-        EventKind::ToolCallDelta => "tool-call-delta",
-        EventKind::StreamResponseFinish => "stream-response-finish",
     }
 }
 

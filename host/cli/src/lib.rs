@@ -1,0 +1,617 @@
+//! The `hookbox` command line: run an agent under a plugin directory, serve
+//! a stack over HTTP, answer Claude Code's hooks, check plugins, replay
+//! recorded events through a stack, watch a directory. Parsing, logging,
+//! standard streams and exit codes only: the work is done by the crates
+//! below (`hookbox`, `hookbox-runner`, `hookbox-serve`, `hookbox-agents`).
+//!
+//! The `hookbox` binary is [`main`]; `cargo demo` runs the same code
+//! in-process. This library is that binary's, not a stable API.
+//!
+//! Exit codes: 0 success; 1 a check that found problems, or a run that
+//! ended in an error (model unreachable); 2 bad usage or setup (arguments,
+//! files, plugins that cannot load, an address in use); `run` also exits 3
+//! when a hook terminated the run, 4 when it failed closed, 5 when it
+//! stopped otherwise. `claude-code` exits as Claude Code expects (0, or 2 to
+//! block).
+
+mod claude_code;
+mod run;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use hookbox::{
+    EventKinds, HookStack, LoadPhase, Plugin, PluginInfo, PluginOptions, Run, Runtime,
+    RuntimeConfig, StepEvent,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "hookbox",
+    version,
+    about = "Run LLM-agent hooks and guardrails as sandboxed WebAssembly components"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve a plugin directory over HTTP/JSON: runs, events, status,
+    /// metrics (see the README's `hookbox serve`). Reloads on change.
+    Serve {
+        /// The plugin directory.
+        #[arg(long = "plugins")]
+        dir: PathBuf,
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8787")]
+        listen: std::net::SocketAddr,
+        /// End runs nobody posted to for this many seconds.
+        #[arg(long, default_value_t = 300)]
+        idle_secs: u64,
+        /// Live runs at most.
+        #[arg(long, default_value_t = 512)]
+        max_runs: usize,
+    },
+    /// A Claude Code command hook: reads the hook's JSON on stdin
+    /// (PreToolUse, PostToolUse, UserPromptSubmit), asks the plugin
+    /// directory, answers in Claude Code's JSON; blocks (exit 2) on anything
+    /// it cannot express or a stack that failed closed.
+    ClaudeCode {
+        /// The plugin directory.
+        #[arg(long = "plugins")]
+        dir: PathBuf,
+    },
+    /// Run an agent: a model and the workspace tools, guarded by plugins.
+    /// Prints the loop's progress live and a summary. Exit status: 0 the
+    /// model finished, 3 a hook terminated the run, 4 the run failed closed,
+    /// 5 it stopped otherwise (invalid tool call, loop, iterations, timeout),
+    /// 1 the run ended in an error (model unreachable), 2 bad setup
+    /// (arguments, files, plugins).
+    Run(run::RunArgs),
+    /// Keep a plugin directory loaded and reloaded; print each reload;
+    /// with --events, replay events (JSON lines) against the live stack.
+    Watch {
+        /// The plugin directory.
+        #[arg(long = "plugins")]
+        dir: PathBuf,
+        /// Events to replay, one JSON object per line; `-` reads stdin. The
+        /// command ends at their end. A blank line starts a new run.
+        #[arg(long)]
+        events: Option<PathBuf>,
+        /// Quiet time after a change before reloading, in milliseconds.
+        #[arg(long, default_value_t = 100)]
+        debounce_ms: u64,
+    },
+    /// Load and validate plugins or plugin directories; print what each
+    /// plugin subscribes to and imports.
+    Check {
+        /// Plugin components (`.wasm`) or plugin directories.
+        #[arg(required = true)]
+        plugins: Vec<PathBuf>,
+    },
+    /// Replay events (JSON lines) through a stack; print the net flow of each.
+    Replay {
+        /// A plugin, in stack order (repeatable).
+        #[arg(long = "plugin")]
+        plugins: Vec<PathBuf>,
+        /// A plugin directory: its hookbox.toml, or every *.wasm in file-name
+        /// order (stacked after the --plugin ones).
+        #[arg(long = "plugins")]
+        dir: Option<PathBuf>,
+        /// Replay the file this many times, each a separate run.
+        #[arg(long, default_value_t = 1)]
+        runs: u32,
+        /// Also print, after each event, what every plugin keeps in its
+        /// scratchpad (`"scratchpads": {PLUGIN: {KEY: VALUE}}`).
+        #[arg(long)]
+        scratchpad: bool,
+        /// A setting for a --plugin file, `PLUGIN.KEY=VALUE` (repeatable);
+        /// directory plugins take theirs from hookbox.toml.
+        #[arg(long = "config", value_name = "PLUGIN.KEY=VALUE")]
+        config: Vec<String>,
+        /// Events, one JSON object per line; `-` reads stdin.
+        events: PathBuf,
+    },
+}
+
+/// Runs the command line `args` (the first is the program name); logs go to
+/// stderr, filtered by `HOOKBOX_LOG`, else `RUST_LOG` (default
+/// `hookbox=info,warn`; for `run`, warnings and guests' logs).
+pub fn main<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    // `run` prints its own progress: only guests' logs and problems go to
+    // the log by default.
+    let default_filter = match cli.command {
+        Command::Run(_) => "warn,hookbox::guest=info,hookbox_runner=error",
+        // Claude Code shows a hook's stderr: keep it for the answer.
+        Command::ClaudeCode { .. } => "off",
+        _ => "hookbox=info,hookbox_serve=info,warn",
+    };
+    // Already set when embedded in a program with its own subscriber: keep it.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG")
+                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+                .unwrap_or_else(|_| default_filter.into()),
+        )
+        .with_writer(std::io::stderr)
+        .try_init();
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::ClaudeCode { dir } => Ok(claude_code::run(&dir)),
+        Command::Serve {
+            dir,
+            listen,
+            idle_secs,
+            max_runs,
+        } => serve(&dir, listen, idle_secs, max_runs),
+        Command::Check { plugins } => check(&plugins),
+        Command::Watch {
+            dir,
+            events,
+            debounce_ms,
+        } => watch(&dir, events.as_deref(), debounce_ms),
+        Command::Replay {
+            plugins,
+            dir,
+            runs,
+            scratchpad,
+            config,
+            events,
+        } => replay(plugins, dir, runs, scratchpad, &config, &events),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("hookbox: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The CLI's runtime: the defaults, plus the compile cache in
+/// `$HOOKBOX_CACHE_DIR` (`off` disables it) or the per-user default.
+pub(crate) fn runtime() -> Result<Runtime> {
+    let cache_dir = match std::env::var_os("HOOKBOX_CACHE_DIR") {
+        Some(dir) if dir == "off" => None,
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => hookbox::cache::default_dir(),
+    };
+    Ok(Runtime::new(RuntimeConfig {
+        cache_dir,
+        ..RuntimeConfig::default()
+    })?)
+}
+
+fn serve(
+    dir: &Path,
+    listen: std::net::SocketAddr,
+    idle_secs: u64,
+    max_runs: usize,
+) -> Result<ExitCode> {
+    let runtime = runtime()?;
+    let config = hookbox_serve::ServeConfig {
+        idle_timeout: std::time::Duration::from_secs(idle_secs),
+        max_runs,
+        ..Default::default()
+    };
+    let debounce = std::time::Duration::from_millis(100);
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    tokio.block_on(async {
+        let source = hookbox_serve::StackSource::watch(&runtime, dir, debounce)?;
+        let server = hookbox_serve::Server::start(source, listen, config).await?;
+        eprintln!(
+            "hookbox serve: {} on http://{} (POST /runs, POST /runs/ID/events, GET /status, GET /metrics)",
+            dir.display(),
+            server.addr
+        );
+        server.wait().await.context("serving")?;
+        Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
+    })
+}
+
+fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode> {
+    let runtime = runtime()?;
+    let started = std::time::Instant::now();
+    let watcher = Arc::new(hookbox::watch::DirWatcher::start(
+        &runtime,
+        dir,
+        std::time::Duration::from_millis(debounce_ms),
+    )?);
+    let first = watcher.snapshot();
+    eprintln!(
+        "watching {}: generation 1, {} plugin(s), loaded in {:.1} ms",
+        dir.display(),
+        first.plugins.len(),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    for status in &first.plugins {
+        if let Err(error) = &status.result {
+            eprintln!(
+                "  {} ({}): {}: {}",
+                status.name, status.file, error.phase, error.reason
+            );
+        }
+    }
+    let reporter = watcher.clone();
+    std::thread::spawn(move || {
+        loop {
+            if let Some(report) = reporter.next_report(std::time::Duration::from_secs(3600)) {
+                eprintln!(
+                    "reload: generation {} in {:.1} ms; compiled [{}]; removed [{}]",
+                    report.generation,
+                    report.took.as_secs_f64() * 1e3,
+                    report.compiled.join(", "),
+                    report.removed.join(", ")
+                );
+                if let Some(why) = &report.directory_error {
+                    eprintln!("  failed: {why}");
+                }
+                for error in &report.errors {
+                    eprintln!(
+                        "  failed: {}: {}: {}",
+                        error.plugin, error.phase, error.reason
+                    );
+                }
+            }
+        }
+    });
+    let Some(events) = events else {
+        loop {
+            std::thread::park();
+        }
+    };
+    let (name, reader) = open_events(events)?;
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let mut runs = 0;
+    let mut run: Option<Run> = None;
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            run = None;
+            continue;
+        }
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        let event: StepEvent = match serde_json::from_str(trimmed) {
+            Ok(event) => event,
+            Err(e) => {
+                eprintln!("{name}:{}: not an event: {e}", index + 1);
+                continue;
+            }
+        };
+        let current = run.get_or_insert_with(|| {
+            runs += 1;
+            watcher.snapshot().stack.start_run(format!("watch-{runs}"))
+        });
+        let outcome = current.step(&event);
+        writeln!(out, "{}", hookbox::outcome_json(&outcome))?;
+        out.flush()?;
+        if current.is_over() {
+            run = None;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn check(paths: &[PathBuf]) -> Result<ExitCode> {
+    let runtime = runtime()?;
+    let mut failed = false;
+    for path in paths {
+        let ok = if path.is_dir() {
+            check_dir(&runtime, path)
+        } else if path.is_file() {
+            check_file(&runtime, path)
+        } else {
+            eprintln!("{}: no such file or directory", path.display());
+            false
+        };
+        failed |= !ok;
+    }
+    Ok(if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// One component: its facts, and whether it loads (if not, why).
+fn check_file(runtime: &Runtime, path: &Path) -> bool {
+    match Plugin::from_file(runtime, path, PluginOptions::default()) {
+        Ok(plugin) => {
+            println!("{}: ok", path.display());
+            describe(&plugin);
+            true
+        }
+        Err(e) => {
+            eprintln!("{}: refused: {e}", path.display());
+            if !matches!(e.phase, LoadPhase::Read | LoadPhase::Compile) {
+                refused_facts(runtime, &e.plugin, path);
+            }
+            false
+        }
+    }
+}
+
+/// Validates a whole plugin directory with its manifest.
+fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
+    let loaded = match hookbox::directory::load(runtime, dir) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("{e}");
+            return false;
+        }
+    };
+    let source = if loaded.has_manifest {
+        "hookbox.toml"
+    } else {
+        "no manifest: every *.wasm in file-name order"
+    };
+    println!(
+        "{}: {} plugin(s) ({source})",
+        dir.display(),
+        loaded.plugins.len()
+    );
+    for status in &loaded.plugins {
+        let required = if status.required {
+            "required"
+        } else {
+            "optional"
+        };
+        match &status.result {
+            Ok(plugin) => {
+                println!("- {} ({}, {required}): ok", status.name, status.file);
+                describe(plugin);
+            }
+            Err(error) => {
+                eprintln!(
+                    "- {} ({}, {required}): {}: {}",
+                    status.name, status.file, error.phase, error.reason
+                );
+                refused_facts(runtime, &status.name, &dir.join(&status.file));
+            }
+        }
+    }
+    for file in &loaded.unlisted {
+        println!("- {file}: not in hookbox.toml, not loaded");
+    }
+    loaded.failures().next().is_none()
+}
+
+/// What a refused component is, even though it is not a hook (nothing when
+/// it is not a component at all).
+fn refused_facts(runtime: &Runtime, name: &str, path: &Path) {
+    if let Ok(bytes) = std::fs::read(path)
+        && let Ok(info) = hookbox::inspect(runtime, name, &bytes)
+    {
+        facts(&info, None);
+    }
+}
+
+fn describe(plugin: &Plugin) {
+    println!("  name:          {}", plugin.name());
+    facts(plugin.info(), Some(plugin.subscriptions()));
+}
+
+/// The language-agnostic facts of a component.
+fn facts(info: &PluginInfo, subscriptions: Option<EventKinds>) {
+    println!("  size:          {} bytes", info.size_bytes);
+    // Outermost first: the last producers section is the component's own.
+    let produced = |fields: &[&str]| -> String {
+        let values: Vec<&str> = info
+            .producers
+            .iter()
+            .rev()
+            .filter(|(field, _)| fields.contains(&field.as_str()))
+            // "clang 21.1.4 (https://... commit)" -> "clang 21.1.4"
+            .map(|(_, value)| value.split(" (").next().unwrap_or(value))
+            .collect();
+        or_none(&values.join(", ")).to_owned()
+    };
+    println!("  languages:     {}", produced(&["language"]));
+    println!("  built with:    {}", produced(&["processed-by", "sdk"]));
+    if let Some(kinds) = subscriptions {
+        let kinds: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
+        println!("  subscriptions: {}", or_none(&kinds.join(", ")));
+    }
+    let imports: Vec<String> = info
+        .imports
+        .iter()
+        .map(|name| {
+            if hookbox::inspect::provided(name) {
+                name.clone()
+            } else {
+                format!("{name} (NOT PROVIDED)")
+            }
+        })
+        .collect();
+    println!("  imports:       {}", or_none(&imports.join(", ")));
+    println!("  exports:       {}", or_none(&info.exports.join(", ")));
+    if info.uses_wasi {
+        println!(
+            "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"
+        );
+    }
+}
+
+fn or_none(s: &str) -> &str {
+    if s.is_empty() { "none" } else { s }
+}
+
+fn replay(
+    paths: Vec<PathBuf>,
+    dir: Option<PathBuf>,
+    runs: u32,
+    scratchpad: bool,
+    settings: &[String],
+    events_path: &Path,
+) -> Result<ExitCode> {
+    let mut configs = parse_settings(settings)?;
+    let events = read_events(events_path)?;
+    let runtime = runtime()?;
+    let stack = build_stack(&runtime, &paths, dir.as_deref(), &mut configs)?;
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    for run_number in 1..=runs {
+        let mut run = stack.start_run(format!("replay-{run_number}"));
+        for event in &events {
+            let outcome = run.step(event);
+            let mut line = hookbox::outcome_json(&outcome);
+            if runs > 1 {
+                line["run"] = run_number.into();
+            }
+            if scratchpad {
+                line["scratchpads"] = scratchpads_json(&run);
+            }
+            writeln!(out, "{line}")?;
+            if run.is_over() {
+                break;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `{PLUGIN: {KEY: VALUE}}` for the run's started plugins; a name that
+/// comes twice in the stack gets `#2`, `#3`... so nothing is hidden.
+fn scratchpads_json(run: &Run) -> serde_json::Value {
+    let mut all = serde_json::Map::new();
+    for (name, entries) in run.scratchpads() {
+        let mut key = name.clone();
+        let mut n = 1;
+        while all.contains_key(&key) {
+            n += 1;
+            key = format!("{name}#{n}");
+        }
+        all.insert(key, serde_json::json!(entries));
+    }
+    all.into()
+}
+
+/// A stack of `--plugin` files (with their `--config` settings), then the
+/// `--plugins` directory nested as one stack.
+pub(crate) fn build_stack(
+    runtime: &Runtime,
+    paths: &[PathBuf],
+    dir: Option<&Path>,
+    configs: &mut BTreeMap<String, BTreeMap<String, String>>,
+) -> Result<HookStack> {
+    let mut stack = HookStack::new();
+    for path in paths {
+        if !path.is_file() {
+            bail!("{}: no such plugin file", path.display());
+        }
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let options = PluginOptions {
+            config: configs.remove(&name).unwrap_or_default(),
+            ..Default::default()
+        };
+        match Plugin::from_file(runtime, path, options) {
+            Ok(plugin) => {
+                stack.push_plugin(Arc::new(plugin));
+            }
+            Err(e) => {
+                // A required plugin that cannot load makes the run fail closed.
+                tracing::error!("{e}");
+                stack.push_unloadable(&name, e.to_string());
+            }
+        }
+    }
+    if let Some(unknown) = configs.keys().next() {
+        bail!("--config names plugin `{unknown}`, which is not among the --plugin files");
+    }
+    if let Some(dir) = dir {
+        // The directory's plugins follow, with its manifest's order, config
+        // and limits; a nested stack composes exactly like its plugins would.
+        stack.push_stack(hookbox::directory::load(runtime, dir)?.stack);
+    }
+    Ok(stack)
+}
+
+/// `PLUGIN.KEY=VALUE` settings, grouped by plugin.
+pub(crate) fn parse_settings(
+    settings: &[String],
+) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
+    let mut configs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for setting in settings {
+        let parsed = setting.split_once('=').and_then(|(name, value)| {
+            let (plugin, key) = name.split_once('.')?;
+            Some((plugin, key, value))
+        });
+        let Some((plugin, key, value)) = parsed else {
+            bail!("--config {setting}: expected PLUGIN.KEY=VALUE, e.g. deny-tools.deny=shell");
+        };
+        configs
+            .entry(plugin.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value.to_owned());
+    }
+    Ok(configs)
+}
+
+/// Opens an events file, or stdin for `-`; returns a name for messages.
+fn open_events(path: &Path) -> Result<(String, Box<dyn BufRead>)> {
+    if path == Path::new("-") {
+        return Ok(("stdin".into(), Box::new(std::io::stdin().lock())));
+    }
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot open events file {}", path.display()))?;
+    Ok((
+        path.display().to_string(),
+        Box::new(std::io::BufReader::new(file)),
+    ))
+}
+
+/// Reads and parses every line before anything runs, so a typo on line 40
+/// does not leave a half-replayed session.
+fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
+    let (name, reader) = open_events(path)?;
+    let mut events = Vec::new();
+    for (index, line) in reader.lines().enumerate() {
+        let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with("//") {
+            continue;
+        }
+        let event = serde_json::from_str(trimmed).with_context(|| {
+            format!(
+                "{name}:{}: not an event in the JSON form of the README",
+                index + 1
+            )
+        })?;
+        events.push(event);
+    }
+    Ok(events)
+}

@@ -1,0 +1,248 @@
+//! The compile cache: compiled components stored by content hash and engine
+//! fingerprint, so a warm start skips compilation.
+//!
+//! Loading precompiled code means trusting it as native code, so only
+//! artifacts hookbox wrote itself are loaded:
+//! - each entry carries an HMAC-SHA256 tag under a random per-cache key
+//!   (`key`, mode 0600) over its name and bytes; a tag that does not verify
+//!   is a miss, never a load;
+//! - the cache directory must belong to the current user and not be writable
+//!   by anyone else; otherwise the cache is off (with a warning);
+//! - entries are written to a temporary file and renamed into place;
+//! - a damaged or incompatible entry is recompiled and replaced, never a
+//!   crash. Plugin directories are never searched for precompiled files.
+//!
+//! The ownership and permission checks need Unix file permissions: on other
+//! systems the cache stays off (every load compiles).
+
+use std::hash::{Hash, Hasher};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+const TAG: usize = 32;
+
+/// Hits and misses since the runtime started.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Entries found but refused (bad tag, incompatible, unreadable).
+    pub rejected: u64,
+}
+
+pub(crate) struct CompileCache {
+    dir: PathBuf,
+    key: [u8; 32],
+    fingerprint: String,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    rejected: AtomicU64,
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/hookbox`, else
+/// `$HOME/.cache/hookbox`.
+pub fn default_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("hookbox"))
+}
+
+impl CompileCache {
+    /// Opens (creating if needed) the cache at `dir`, or explains why not.
+    pub fn open(dir: &Path, engine: &Engine) -> Result<CompileCache, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        os::check_private_dir(dir)?;
+        let key = load_or_create_key(&dir.join("key"))?;
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        Ok(CompileCache {
+            dir: dir.to_path_buf(),
+            key,
+            fingerprint: format!("{:016x}", hasher.finish()),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            rejected: AtomicU64::new(0),
+        })
+    }
+
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            rejected: self.rejected.load(Ordering::Relaxed),
+        }
+    }
+
+    fn entry_name(&self, wasm: &[u8]) -> String {
+        format!("{}-{}.cwasm", hex(&Sha256::digest(wasm)), self.fingerprint)
+    }
+
+    /// The cached component for `wasm`, if a verified entry exists.
+    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Option<Component> {
+        let name = self.entry_name(wasm);
+        let path = self.dir.join(&name);
+        let Ok(bytes) = std::fs::read(&path) else {
+            self.misses.fetch_add(1, Ordering::Relaxed);
+            return None;
+        };
+        let verified = bytes.len() > TAG && {
+            let (tag, artifact) = bytes.split_at(TAG);
+            constant_time_eq(tag, &hmac(&self.key, name.as_bytes(), artifact))
+        };
+        // SAFETY: the artifact verified under our key, so hookbox itself
+        // serialized it with an engine of this fingerprint; wasmtime still
+        // checks compatibility and refuses a mismatched artifact.
+        let component = verified.then(|| unsafe { Component::deserialize(engine, &bytes[TAG..]) });
+        match component {
+            Some(Ok(component)) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                Some(component)
+            }
+            _ => {
+                tracing::warn!(entry = %path.display(), "compile cache entry refused; recompiling");
+                self.rejected.fetch_add(1, Ordering::Relaxed);
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                let _ = std::fs::remove_file(&path);
+                None
+            }
+        }
+    }
+
+    /// Stores `component` as the compiled form of `wasm`. Failures are
+    /// logged: the cache is an optimisation.
+    pub fn store(&self, wasm: &[u8], component: &Component) {
+        let name = self.entry_name(wasm);
+        let result = component
+            .serialize()
+            .map_err(|e| e.to_string())
+            .and_then(|artifact| {
+                let tag = hmac(&self.key, name.as_bytes(), &artifact);
+                let temp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
+                let mut file = os::create_private(&temp).map_err(|e| e.to_string())?;
+                file.write_all(&tag)
+                    .and_then(|()| file.write_all(&artifact))
+                    .map_err(|e| e.to_string())?;
+                std::fs::rename(&temp, self.dir.join(&name)).map_err(|e| e.to_string())
+            });
+        if let Err(e) = result {
+            tracing::warn!(cache = %self.dir.display(), "cannot write a compile cache entry: {e}");
+        }
+    }
+}
+
+fn load_or_create_key(path: &Path) -> Result<[u8; 32], String> {
+    if let Ok(bytes) = std::fs::read(path)
+        && let Ok(key) = <[u8; 32]>::try_from(bytes.as_slice())
+    {
+        return Ok(key);
+    }
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| format!("no randomness for the cache key: {e}"))?;
+    let mut file =
+        os::create_private(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    file.write_all(&key).map_err(|e| e.to_string())?;
+    Ok(key)
+}
+
+/// What the cache needs of the file system: a directory only its owner can
+/// write, and files only its owner can read.
+#[cfg(unix)]
+mod os {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+    use std::path::Path;
+
+    pub fn check_private_dir(dir: &Path) -> Result<(), String> {
+        let meta = std::fs::metadata(dir).map_err(|e| e.to_string())?;
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        if meta.uid() != uid || meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} must belong to you and not be writable by others (it is {:o}, owner {})",
+                dir.display(),
+                meta.mode() & 0o777,
+                meta.uid()
+            ));
+        }
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        Ok(())
+    }
+
+    pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)
+    }
+}
+
+#[cfg(not(unix))]
+mod os {
+    use std::path::Path;
+
+    pub fn check_private_dir(dir: &Path) -> Result<(), String> {
+        Err(format!(
+            "{}: the compile cache checks Unix ownership and permissions, which this system lacks",
+            dir.display()
+        ))
+    }
+
+    pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+        Err(std::io::Error::other(format!(
+            "{}: no private files here",
+            path.display()
+        )))
+    }
+}
+
+/// HMAC-SHA256(key, name || 0 || data).
+fn hmac(key: &[u8; 32], name: &[u8], data: &[u8]) -> [u8; 32] {
+    let mut inner_pad = [0x36u8; 64];
+    let mut outer_pad = [0x5cu8; 64];
+    for (i, byte) in key.iter().enumerate() {
+        inner_pad[i] ^= byte;
+        outer_pad[i] ^= byte;
+    }
+    let inner = Sha256::new()
+        .chain_update(inner_pad)
+        .chain_update(name)
+        .chain_update([0])
+        .chain_update(data)
+        .finalize();
+    Sha256::new()
+        .chain_update(outer_pad)
+        .chain_update(inner)
+        .finalize()
+        .into()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tag_changes_with_the_key_the_name_and_the_data() {
+        let key = [7u8; 32];
+        let tag = hmac(&key, b"name", b"data");
+        assert_eq!(tag, hmac(&key, b"name", b"data"));
+        assert_ne!(tag, hmac(&key, b"name", b"datA"));
+        assert_ne!(tag, hmac(&key, b"other", b"data"));
+        assert_ne!(tag, hmac(&[8u8; 32], b"name", b"data"));
+    }
+}

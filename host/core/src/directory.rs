@@ -1,0 +1,302 @@
+//! Loading a plugin directory: the manifest (or every `*.wasm` in file-name
+//! order), path safety, and a stack built from what loaded.
+//!
+//! Rules:
+//! - a plugin's file must stay inside the directory: no absolute paths, no
+//!   `..`, no symlink resolving outside it; it must be a regular `.wasm` file;
+//! - two plugins may not share a name;
+//! - only components are loaded, compiled from their bytes: a precompiled
+//!   artifact found in the directory is never loaded;
+//! - a required plugin that cannot load stays in the stack as unloadable, so
+//!   every run fails closed naming it; an optional one is left out.
+//!
+//! Every problem is reported with the file and the reason.
+
+use std::collections::BTreeMap;
+use std::path::{Component as PathPart, Path, PathBuf};
+use std::sync::Arc;
+
+use crate::engine::Runtime;
+use crate::error::{Error, LoadError, LoadPhase};
+use crate::manifest::{MANIFEST, Manifest, PluginEntry};
+use crate::plugin::{Plugin, PluginOptions};
+use crate::stack::HookStack;
+
+/// What became of one plugin of the directory.
+#[derive(Clone, Debug)]
+pub struct PluginStatus {
+    pub name: String,
+    /// The file as the manifest names it (or the file name).
+    pub file: String,
+    pub required: bool,
+    /// The loaded plugin, or why it could not be loaded.
+    pub result: Result<Arc<Plugin>, LoadError>,
+}
+
+/// A loaded directory: the stack to run, and how each plugin fared.
+#[derive(Clone)]
+pub struct LoadedDir {
+    pub stack: HookStack,
+    pub plugins: Vec<PluginStatus>,
+    /// Whether a `hookbox.toml` was found.
+    pub has_manifest: bool,
+    /// `*.wasm` files the manifest does not list (not loaded).
+    pub unlisted: Vec<String>,
+}
+
+impl LoadedDir {
+    /// The plugins that failed to load, each with why.
+    pub fn failures(&self) -> impl Iterator<Item = (&PluginStatus, &LoadError)> {
+        self.plugins
+            .iter()
+            .filter_map(|p| p.result.as_ref().err().map(|e| (p, e)))
+    }
+}
+
+/// Reads the directory's plan: the manifest's entries, or every `*.wasm` in
+/// file-name order with defaults.
+///
+/// # Errors
+/// [`Error::Directory`] when the directory or its manifest cannot be read,
+/// the manifest is invalid, or two plugins share a name.
+pub fn plan(dir: &Path) -> Result<(Vec<PluginEntry>, bool, Vec<String>), Error> {
+    let dir_error = |reason: String| Error::Directory {
+        path: dir.display().to_string(),
+        reason,
+    };
+    let wasm_files =
+        wasm_files(dir).map_err(|e| dir_error(format!("cannot read the directory: {e}")))?;
+    let manifest_path = dir.join(MANIFEST);
+    let (entries, has_manifest) = if manifest_path.exists() {
+        let text = std::fs::read_to_string(&manifest_path)
+            .map_err(|e| dir_error(format!("cannot read {MANIFEST}: {e}")))?;
+        let manifest = Manifest::parse(&text).map_err(|e| dir_error(format!("{MANIFEST}: {e}")))?;
+        (manifest.plugins, true)
+    } else {
+        let entries = wasm_files
+            .iter()
+            .map(|file| PluginEntry {
+                file: file.clone(),
+                name: None,
+                required: true,
+                config: BTreeMap::new(),
+                limits: Default::default(),
+            })
+            .collect();
+        (entries, false)
+    };
+    let mut seen: BTreeMap<String, &str> = BTreeMap::new();
+    for entry in &entries {
+        if let Some(first) = seen.insert(entry.name(), &entry.file) {
+            return Err(dir_error(format!(
+                "two plugins are named `{}` ({first} and {}); give one a `name` in {MANIFEST}",
+                entry.name(),
+                entry.file
+            )));
+        }
+    }
+    let listed: Vec<&str> = entries.iter().map(|e| e.file.as_str()).collect();
+    let unlisted = wasm_files
+        .into_iter()
+        .filter(|f| !listed.contains(&f.as_str()))
+        .collect();
+    Ok((entries, has_manifest, unlisted))
+}
+
+/// Loads every plugin of `dir` and builds the stack.
+///
+/// `reuse` is asked first for each entry (with its path and bytes), so a
+/// caller can keep plugins that did not change; see the `watch` module.
+///
+/// # Errors
+/// As [`plan`]; a plugin that fails to load is not an error but a
+/// [`PluginStatus`] with the reason.
+pub fn load(runtime: &Runtime, dir: &Path) -> Result<LoadedDir, Error> {
+    load_with(runtime, dir, |_, _, _| None)
+}
+
+pub(crate) fn load_with(
+    runtime: &Runtime,
+    dir: &Path,
+    mut reuse: impl FnMut(&PluginEntry, &[u8], &PluginOptions) -> Option<Arc<Plugin>>,
+) -> Result<LoadedDir, Error> {
+    let (entries, has_manifest, unlisted) = plan(dir)?;
+    // Read every file and ask `reuse` first, in order; then compile what is
+    // left in parallel (compilation dominates a cold start).
+    let prepared: Vec<Prepared> = entries
+        .into_iter()
+        .map(|entry| {
+            let name = entry.name();
+            let options = PluginOptions {
+                limits: Some(entry.limits.apply(&runtime.config().default_limits)),
+                config: entry.config_text(),
+            };
+            let state = match read_inside(dir, &entry.file) {
+                Err(reason) => Ready(Err(LoadError::new(&name, LoadPhase::Read, reason))),
+                Ok(bytes) => match reuse(&entry, &bytes, &options) {
+                    Some(plugin) => Ready(Ok(plugin)),
+                    None => Compile(bytes, options),
+                },
+            };
+            Prepared { entry, name, state }
+        })
+        .collect();
+    let results = compile_all(runtime, prepared);
+
+    let mut stack = HookStack::new();
+    let mut plugins = Vec::with_capacity(results.len());
+    for (entry, name, result) in results {
+        match &result {
+            Ok(plugin) => {
+                stack.push_plugin(plugin.clone());
+            }
+            Err(reason) if entry.required => {
+                tracing::error!(
+                    plugin = name,
+                    file = entry.file,
+                    "cannot load required plugin: {}: {}",
+                    reason.phase,
+                    reason.reason
+                );
+                stack.push_unloadable(
+                    &name,
+                    format!("{}: {}: {}", entry.file, reason.phase, reason.reason),
+                );
+            }
+            Err(reason) => {
+                tracing::warn!(
+                    plugin = name,
+                    file = entry.file,
+                    "optional plugin left out: {}: {}",
+                    reason.phase,
+                    reason.reason
+                );
+            }
+        }
+        plugins.push(PluginStatus {
+            name,
+            file: entry.file,
+            required: entry.required,
+            result,
+        });
+    }
+    Ok(LoadedDir {
+        stack,
+        plugins,
+        has_manifest,
+        unlisted,
+    })
+}
+
+/// A directory entry on its way to a plugin.
+struct Prepared {
+    entry: PluginEntry,
+    name: String,
+    state: PreparedState,
+}
+
+enum PreparedState {
+    /// Reused, or failed before compiling.
+    Ready(Loaded),
+    Compile(Vec<u8>, PluginOptions),
+}
+
+use PreparedState::{Compile, Ready};
+
+/// A plugin, or why it could not be loaded.
+type Loaded = Result<Arc<Plugin>, LoadError>;
+
+/// Compiles the entries that need it on up to one thread per core, and
+/// returns every entry with its result, in order.
+fn compile_all(runtime: &Runtime, prepared: Vec<Prepared>) -> Vec<(PluginEntry, String, Loaded)> {
+    let compile = |name: &str, bytes: &[u8], options: &PluginOptions| {
+        Plugin::from_bytes(runtime, name, bytes, options.clone()).map(Arc::new)
+    };
+    let pending = prepared
+        .iter()
+        .filter(|p| matches!(p.state, Compile(..)))
+        .count();
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(pending);
+    let compiled: Vec<std::sync::Mutex<Option<Loaded>>> =
+        prepared.iter().map(|_| Default::default()).collect();
+    if threads > 1 {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = prepared.get(i) else { break };
+                        if let Compile(bytes, options) = &item.state {
+                            let result = compile(&item.name, bytes, options);
+                            if let Ok(mut slot) = compiled[i].lock() {
+                                *slot = Some(result);
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    }
+    prepared
+        .into_iter()
+        .zip(compiled)
+        .map(|(item, slot)| {
+            let done = slot.into_inner().ok().flatten();
+            let result = match (item.state, done) {
+                (_, Some(result)) | (Ready(result), None) => result,
+                (Compile(bytes, options), None) => compile(&item.name, &bytes, &options),
+            };
+            (item.entry, item.name, result)
+        })
+        .collect()
+}
+
+/// The `*.wasm` file names in `dir`, sorted.
+fn wasm_files(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".wasm") {
+            files.push(name);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// Reads `file` from `dir`, refusing anything that leaves the directory or
+/// is not a regular `.wasm` file.
+fn read_inside(dir: &Path, file: &str) -> Result<Vec<u8>, String> {
+    let relative = Path::new(file);
+    if !file.ends_with(".wasm") {
+        return Err("only `.wasm` components are loaded".into());
+    }
+    if relative
+        .components()
+        .any(|part| !matches!(part, PathPart::Normal(_)))
+    {
+        return Err(
+            "the path must stay inside the plugin directory (no absolute paths, no `..`)".into(),
+        );
+    }
+    let root = dir
+        .canonicalize()
+        .map_err(|e| format!("cannot resolve the directory: {e}"))?;
+    let path: PathBuf = root.join(relative);
+    let resolved = path
+        .canonicalize()
+        .map_err(|e| format!("cannot open it: {e}"))?;
+    if !resolved.starts_with(&root) {
+        return Err(format!(
+            "it resolves to {}, outside the plugin directory",
+            resolved.display()
+        ));
+    }
+    if !resolved.is_file() {
+        return Err("not a regular file".into());
+    }
+    std::fs::read(&resolved).map_err(|e| format!("cannot read it: {e}"))
+}

@@ -1,0 +1,58 @@
+//! Serde helpers for the JSON forms: fields that carry JSON as text.
+//!
+//! WIT carries tool arguments, extensions and additional params as JSON
+//! *text*. Their JSON form is that text as a string; when reading, a JSON
+//! value in its place is accepted too and kept as compact text, so hand-written
+//! event files can say `"args": {"path": "a.txt"}`.
+
+/// `#[serde(with = "json_text")]` for a `String` holding JSON text.
+pub mod json_text {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(text)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        Ok(match Value::deserialize(d)? {
+            Value::String(text) => text,
+            other => other.to_string(),
+        })
+    }
+
+    pub fn empty_object() -> String {
+        "{}".to_owned()
+    }
+
+    /// The same for `Option<String>`.
+    pub mod option {
+        use serde::{Deserialize, Deserializer, Serializer};
+        use serde_json::Value;
+
+        pub fn serialize<S: Serializer>(text: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+            match text {
+                Some(text) => s.serialize_some(text),
+                None => s.serialize_none(),
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+            Ok(match Option::<Value>::deserialize(d)? {
+                None | Some(Value::Null) => None,
+                Some(Value::String(text)) => Some(text),
+                Some(other) => Some(other.to_string()),
+            })
+        }
+    }
+}
+
+/// Whether `text` is well-formed JSON, without building a value.
+pub fn is_json(text: &str) -> bool {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok()
+}
+
+/// Whether `text` is a JSON object.
+pub fn is_json_object(text: &str) -> bool {
+    text.trim_start().starts_with('{') && is_json(text)
+}

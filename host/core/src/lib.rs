@@ -1,0 +1,76 @@
+//! hookbox runs LLM-agent hooks and guardrails as sandboxed WebAssembly
+//! components, and fails closed.
+//!
+//! An agent loop reaches an observable step ([`StepEvent`]) and asks a
+//! [`HookStack`] what to do; every hook answers with a [`Flow`], and the stack
+//! composes the answers by the event's rule ([`rules`], [`stack`]). Whatever a
+//! guest does wrong ends the run with a [`FailClosed`] naming the plugin and
+//! the [`Cause`].
+//!
+//! | module | job |
+//! |---|---|
+//! | [`event`] | step events and their context (native and wire types) |
+//! | [`flow`] | flows and request patches, and how patches merge |
+//! | [`rules`] | which flows each event honours, how each composes |
+//! | [`stack`] | the HookStack, runs and decisions |
+//! | [`plugin`] | compiled WASM plugins and their per-run instances |
+//! | [`engine`] | the wasmtime runtime and the epoch ticker |
+//! | [`cache`] | the verified compile cache |
+//! | [`limits`] | per-plugin limits and their enforcement |
+//! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness |
+//! | [`directory`] | loading a plugin directory safely |
+//! | `watch` | hot reload with an atomic swap (feature `watch`, on by default) |
+//! | [`json`] | serde helpers for the JSON forms (JSON carried as text) |
+//!
+//! This crate is what an embedder compiles: wasmtime and serde-level
+//! dependencies only. The layers above it are crates of their own, each
+//! depending downwards: `hookbox-runner` (an agent tool loop, model clients,
+//! workspace tools), `hookbox-agents` (the coding agents' hook protocols as
+//! typed mappings), `hookbox-serve` (the HTTP sidecar) and `hookbox-cli`
+//! (the `hookbox` binary).
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall};
+//!
+//! # fn main() -> Result<(), hookbox::Error> {
+//! let runtime = Runtime::new(RuntimeConfig::default())?;
+//! let guard = Plugin::from_file(&runtime, "deny_tools.wasm".as_ref(), PluginOptions::default())?;
+//! let mut stack = HookStack::new();
+//! stack.push_plugin(Arc::new(guard));
+//!
+//! let mut run = stack.start_run("run-1");
+//! let event = StepEvent::ToolCall(ToolCall { tool_name: "shell".into(), args: r#"{"cmd":"ls"}"#.into(), ..Default::default() });
+//! match run.dispatch(&run.context(1), &event) {
+//!     Ok(decision) => println!("{:?} decided by {:?}", decision.flow, decision.plugin),
+//!     Err(failure) => eprintln!("run ended: {failure}"),
+//! }
+//! # Ok(()) }
+//! ```
+
+pub mod cache;
+pub mod directory;
+pub mod engine;
+mod error;
+pub mod event;
+pub mod flow;
+mod imports;
+pub mod inspect;
+pub mod json;
+pub mod limits;
+pub mod manifest;
+pub mod plugin;
+pub mod rules;
+pub mod stack;
+mod state;
+#[cfg(feature = "watch")]
+pub mod watch;
+
+pub use engine::{Runtime, RuntimeConfig};
+pub use error::{Cause, Error, FailClosed, LoadError, LoadPhase};
+pub use event::*;
+pub use flow::{Conflict, Document, Flow, RequestPatch};
+pub use inspect::{PluginInfo, inspect};
+pub use limits::Limits;
+pub use plugin::{Plugin, PluginOptions};
+pub use stack::{Decision, FnHook, Hook, HookStack, Outcome, Run, hook_fn, outcome_json};

@@ -1,0 +1,238 @@
+//! The plugin directory's manifest, `hookbox.toml`: the stack's order and,
+//! per plugin, its file, name, config, limits and whether it is required.
+//!
+//! ```toml
+//! # Plugins run in the order they are listed.
+//! [[plugin]]
+//! file = "deny-tools.wasm"        # inside the directory; required
+//! name = "deny"                   # default: the file stem
+//! required = true                 # default: true. A required plugin that
+//!                                 # cannot load makes every run fail closed.
+//! [plugin.config]                 # handed to the guest's `config` import
+//! deny = "shell, net_*"
+//! max_calls = 10                  # numbers and booleans become text
+//! [plugin.limits]                 # any subset; the rest keep their defaults
+//! deadline_ms = 50
+//! memory_mib = 32
+//! table_elements = 20000
+//! answer_kib = 256
+//! log_kib_per_run = 64
+//! log_message_bytes = 2048
+//! scratchpad_kib = 128
+//! ```
+//!
+//! Unknown keys are errors naming the key and its line.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::limits::Limits;
+
+/// The manifest's file name inside a plugin directory.
+pub const MANIFEST: &str = "hookbox.toml";
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The stack, in order.
+    #[serde(default, rename = "plugin")]
+    pub plugins: Vec<PluginEntry>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PluginEntry {
+    /// The component, relative to the directory.
+    pub file: String,
+    /// Defaults to the file stem.
+    pub name: Option<String>,
+    #[serde(default = "yes")]
+    pub required: bool,
+    #[serde(default)]
+    pub config: BTreeMap<String, ConfigValue>,
+    #[serde(default)]
+    pub limits: LimitsEntry,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A config value: text, or a number or boolean written as TOML.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum ConfigValue {
+    Text(String),
+    Integer(i64),
+    Float(f64),
+    Bool(bool),
+}
+
+impl std::fmt::Display for ConfigValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConfigValue::Text(s) => f.write_str(s),
+            ConfigValue::Integer(i) => write!(f, "{i}"),
+            ConfigValue::Float(x) => write!(f, "{x}"),
+            ConfigValue::Bool(b) => write!(f, "{b}"),
+        }
+    }
+}
+
+/// Limits in the units people write; unset fields keep the defaults.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsEntry {
+    pub deadline_ms: Option<u64>,
+    pub memory_mib: Option<u64>,
+    pub table_elements: Option<u64>,
+    pub answer_kib: Option<u64>,
+    pub log_kib_per_run: Option<u64>,
+    pub log_message_bytes: Option<u64>,
+    pub scratchpad_kib: Option<u64>,
+}
+
+impl LimitsEntry {
+    /// `defaults` with this entry's fields applied.
+    pub fn apply(&self, defaults: &Limits) -> Limits {
+        let bytes =
+            |v: u64, unit: u64| usize::try_from(v.saturating_mul(unit)).unwrap_or(usize::MAX);
+        let mut limits = defaults.clone();
+        if let Some(ms) = self.deadline_ms {
+            limits.deadline = Duration::from_millis(ms);
+        }
+        if let Some(v) = self.memory_mib {
+            limits.memory_bytes = bytes(v, 1 << 20);
+        }
+        if let Some(v) = self.table_elements {
+            limits.table_elements = bytes(v, 1);
+        }
+        if let Some(v) = self.answer_kib {
+            limits.answer_bytes = bytes(v, 1 << 10);
+        }
+        if let Some(v) = self.log_kib_per_run {
+            limits.log_bytes_per_run = bytes(v, 1 << 10);
+        }
+        if let Some(v) = self.log_message_bytes {
+            limits.log_message_bytes = bytes(v, 1);
+        }
+        if let Some(v) = self.scratchpad_kib {
+            limits.scratchpad_bytes = bytes(v, 1 << 10);
+        }
+        limits
+    }
+}
+
+impl PluginEntry {
+    /// The plugin's name: as given, or the file stem.
+    pub fn name(&self) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            std::path::Path::new(&self.file)
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| self.file.clone())
+        })
+    }
+
+    /// The config as the guest sees it: every value as text.
+    pub fn config_text(&self) -> BTreeMap<String, String> {
+        self.config
+            .iter()
+            .map(|(k, v)| (k.clone(), v.to_string()))
+            .collect()
+    }
+}
+
+impl Manifest {
+    /// Parses a manifest. The error names the line and the key at fault.
+    ///
+    /// # Errors
+    /// A message with the line and column, as the `toml` crate reports them.
+    pub fn parse(text: &str) -> Result<Manifest, String> {
+        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_complete_manifest_parses_with_defaults_filled_in() {
+        let manifest = Manifest::parse(
+            r#"
+            [[plugin]]
+            file = "deny-tools.wasm"
+            [plugin.config]
+            deny = "shell"
+            max = 3
+            [plugin.limits]
+            deadline_ms = 50
+
+            [[plugin]]
+            file = "redact.wasm"
+            name = "redactor"
+            required = false
+            "#,
+        )
+        .unwrap();
+        let [deny, redact] = &manifest.plugins[..] else {
+            panic!("{manifest:?}")
+        };
+        assert_eq!(
+            (deny.name(), deny.required),
+            ("deny-tools".to_string(), true)
+        );
+        assert_eq!(deny.config_text().get("max").map(String::as_str), Some("3"));
+        let limits = deny.limits.apply(&Limits::default());
+        assert_eq!(limits.deadline, Duration::from_millis(50));
+        assert_eq!(limits.memory_bytes, Limits::default().memory_bytes);
+        assert_eq!(
+            (redact.name(), redact.required),
+            ("redactor".to_string(), false)
+        );
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_the_key_and_the_line() {
+        let err = Manifest::parse("[[plugin]]\nfile = \"a.wasm\"\nrequierd = true\n").unwrap_err();
+        assert!(err.contains("line 3") && err.contains("requierd"), "{err}");
+        let err = Manifest::parse("[[plugin]]\nfile = \"a.wasm\"\n[plugin.limits]\ndeadline = 5\n")
+            .unwrap_err();
+        assert!(err.contains("line 4") && err.contains("deadline"), "{err}");
+        let err = Manifest::parse("[plugins]\n").unwrap_err();
+        assert!(err.contains("line 1") && err.contains("plugins"), "{err}");
+    }
+
+    #[test]
+    fn the_readme_and_module_examples_parse() {
+        let readme = include_str!("../../../README.md");
+        let start = readme.find("```toml\n").expect("a toml block") + "```toml\n".len();
+        let end = start + readme[start..].find("```").unwrap();
+        let manifest = Manifest::parse(&readme[start..end]).unwrap();
+        assert_eq!(manifest.plugins.len(), 2);
+        assert!(!manifest.plugins[1].required);
+
+        let docs: String = include_str!("manifest.rs")
+            .lines()
+            .skip_while(|l| !l.starts_with("//! ```toml"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("//! ```"))
+            .map(|l| format!("{}\n", l.trim_start_matches("//!").trim_start()))
+            .collect();
+        assert_eq!(
+            Manifest::parse(&docs).unwrap().plugins[0]
+                .limits
+                .deadline_ms,
+            Some(50)
+        );
+    }
+
+    #[test]
+    fn a_plugin_without_a_file_is_an_error() {
+        let err = Manifest::parse("[[plugin]]\nname = \"x\"\n").unwrap_err();
+        assert!(err.contains("file"), "{err}");
+    }
+}

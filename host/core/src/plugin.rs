@@ -1,0 +1,374 @@
+//! WASM plugins: a [`Plugin`] is compiled, validated and pre-linked once; a
+//! [`PluginInstance`] is a fresh store and instance for one run.
+//!
+//! Every call into a guest runs under the plugin's [`Limits`]: an epoch
+//! deadline, a resource limiter on memory and tables, and a cap on the bytes
+//! the host copies out of the guest (wasmtime's hostcall fuel, plus a check of
+//! the lifted answer). Any failure is classified into a typed
+//! [`FailClosed`] naming the plugin and the cause; the instance is then
+//! dropped and never entered again.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use wasmtime::component::{ComponentExportIndex, Func, InstancePre, TypedFunc};
+use wasmtime::{Store, Trap};
+
+use crate::engine::Runtime;
+use crate::error::{Cause, FailClosed, LoadError, LoadPhase};
+use crate::event::{EventKind, EventKinds, HookContext, StepEvent};
+use crate::flow::Flow;
+use crate::inspect::{PluginInfo, WIT_VERSION, describe, link_failure, world_hint};
+use crate::limits::{LimitExceeded, Limits};
+use crate::state::PluginState;
+
+/// How to load one plugin.
+#[derive(Clone, Debug, Default)]
+pub struct PluginOptions {
+    /// Limits; `None` takes the runtime's defaults.
+    pub limits: Option<Limits>,
+    /// Key/value settings the guest reads through its `config` import.
+    pub config: BTreeMap<String, String>,
+}
+
+/// A compiled, validated plugin. Shared by every run (`Arc<Plugin>`).
+pub struct Plugin {
+    name: Arc<str>,
+    runtime: Runtime,
+    pre: InstancePre<PluginState>,
+    on_event: ComponentExportIndex,
+    subscriptions_export: ComponentExportIndex,
+    subscriptions: EventKinds,
+    limits: Limits,
+    deadline_ticks: u64,
+    config: Arc<BTreeMap<String, String>>,
+    info: PluginInfo,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("name", &self.name)
+            .field("subscriptions", &self.subscriptions)
+            .finish()
+    }
+}
+
+type OnEvent<'a> = TypedFunc<(&'a HookContext, &'a StepEvent), (Flow,)>;
+
+impl Plugin {
+    /// Reads, compiles and validates the plugin at `path`; its name is the
+    /// file stem.
+    ///
+    /// # Errors
+    /// [`LoadError`] in the `read` phase when the file cannot be read,
+    /// otherwise as [`Plugin::from_bytes`].
+    pub fn from_file(
+        runtime: &Runtime,
+        path: &Path,
+        options: PluginOptions,
+    ) -> Result<Plugin, LoadError> {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "plugin".into());
+        let bytes = std::fs::read(path).map_err(|e| {
+            LoadError::new(
+                &name,
+                LoadPhase::Read,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?;
+        Plugin::from_bytes(runtime, &name, &bytes, options)
+    }
+
+    /// Compiles and validates a component (the binary format): it must be a
+    /// component of the `hookbox:hook/hook` world, import nothing hookbox
+    /// does not provide, start within its deadline and answer
+    /// `subscriptions`.
+    ///
+    /// # Errors
+    /// [`LoadError`] naming the phase that failed.
+    pub fn from_bytes(
+        runtime: &Runtime,
+        name: &str,
+        bytes: &[u8],
+        options: PluginOptions,
+    ) -> Result<Plugin, LoadError> {
+        let load_error = |phase, reason: String| LoadError::new(name, phase, reason);
+        if is_core_module(bytes) {
+            return Err(load_error(
+                LoadPhase::Compile,
+                "this is a core WebAssembly module, not a component; build it for wasm32-wasip2 \
+                 or encode it with `wasm-tools component new`"
+                    .into(),
+            ));
+        }
+        let component = runtime
+            .compile(bytes)
+            .map_err(|e| load_error(LoadPhase::Compile, format!("{e:#}")))?;
+        let info = describe(&component, runtime, bytes);
+
+        let pre = runtime
+            .linker()
+            .instantiate_pre(&component)
+            .map_err(|e| load_error(LoadPhase::Link, link_failure(&info, &format!("{e:#}"))))?;
+
+        let export = |func: &str| {
+            component.get_export_index(None, func).ok_or_else(|| {
+                load_error(
+                    LoadPhase::World,
+                    format!("does not export `{func}`; {}", world_hint(&info)),
+                )
+            })
+        };
+        let on_event = export("on-event")?;
+        let subscriptions_export = export("subscriptions")?;
+
+        let plugin = Plugin {
+            name: Arc::from(name),
+            runtime: runtime.clone(),
+            pre,
+            on_event,
+            subscriptions_export,
+            subscriptions: EventKinds::NONE,
+            deadline_ticks: 0,
+            limits: Limits::default(),
+            config: Arc::default(),
+            info,
+        };
+        plugin.with_options(options)
+    }
+
+    /// The same compiled plugin with other settings or limits, without
+    /// compiling it again: the guest is started once more, within the new
+    /// limits, to ask for its subscriptions (they may depend on its config).
+    ///
+    /// # Errors
+    /// [`LoadError`] as [`Plugin::from_bytes`], in its `instantiate` and
+    /// `world` phases.
+    pub fn with_options(&self, options: PluginOptions) -> Result<Plugin, LoadError> {
+        let runtime = &self.runtime;
+        let load_error = |phase, reason: String| LoadError::new(&*self.name, phase, reason);
+        let mut limits = options
+            .limits
+            .unwrap_or_else(|| runtime.config().default_limits.clone());
+        limits.memory_bytes = limits.memory_bytes.min(runtime.config().max_memory_bytes);
+        let mut plugin = Plugin {
+            name: self.name.clone(),
+            runtime: runtime.clone(),
+            pre: self.pre.clone(),
+            on_event: self.on_event,
+            subscriptions_export: self.subscriptions_export,
+            subscriptions: EventKinds::NONE,
+            deadline_ticks: runtime.deadline_ticks(limits.deadline),
+            limits,
+            config: Arc::new(options.config),
+            info: self.info.clone(),
+        };
+
+        // Start it once: prove it instantiates within its limits, that
+        // `on-event` has the contract's type, and ask for its subscriptions.
+        let mut probe = plugin.instantiate("").map_err(|e| {
+            load_error(
+                LoadPhase::Instantiate,
+                format!("{} ({})", e.detail, e.cause),
+            )
+        })?;
+        let store = &mut probe.store;
+        let typed = |item: Option<Func>| {
+            item.ok_or_else(|| load_error(LoadPhase::World, "missing export".into()))
+        };
+        typed(probe.instance.get_func(&mut *store, plugin.on_event))?
+            .typed::<(&HookContext, &StepEvent), (Flow,)>(&*store)
+            .map_err(|e| {
+                load_error(
+                    LoadPhase::World,
+                    format!(
+                        "`on-event` does not match the contract ({e:#}); it was built against another version of the world: regenerate the bindings from this host's wit/hook.wit (hookbox:hook@{WIT_VERSION})"
+                    ),
+                )
+            })?;
+        let subscriptions = typed(
+            probe
+                .instance
+                .get_func(&mut *store, plugin.subscriptions_export),
+        )?
+        .typed::<(), (Vec<EventKind>,)>(&*store)
+        .map_err(|e| {
+            load_error(
+                LoadPhase::World,
+                format!(
+                        "`subscriptions` does not match the contract ({e:#}); it was built against another version of the world: regenerate the bindings from this host's wit/hook.wit (hookbox:hook@{WIT_VERSION})"
+                    ),
+            )
+        })?;
+        store.set_epoch_deadline(plugin.deadline_ticks);
+        let (kinds,) = subscriptions.call(&mut *store, ()).map_err(|e| {
+            let failure = classify(&plugin.name, &plugin.limits, Cause::Trap, e);
+            load_error(
+                LoadPhase::Instantiate,
+                format!(
+                    "`subscriptions` failed: {} ({})",
+                    failure.detail, failure.cause
+                ),
+            )
+        })?;
+        plugin.subscriptions = kinds.into_iter().collect();
+        Ok(plugin)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub(crate) fn name_arc(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// The event kinds this plugin is dispatched.
+    pub fn subscriptions(&self) -> EventKinds {
+        self.subscriptions
+    }
+
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    pub fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+
+    /// A fresh instance in a fresh store, for one run.
+    pub(crate) fn instantiate(&self, run_id: &str) -> Result<PluginInstance, FailClosed> {
+        let state = PluginState::new(&self.name, run_id, &self.config, &self.limits);
+        let mut store = Store::new(self.runtime.engine(), state);
+        store.limiter(|state| state.limiter());
+        store.epoch_deadline_trap();
+        store.set_hostcall_fuel(self.limits.answer_bytes);
+        store.set_epoch_deadline(self.deadline_ticks);
+        match self.pre.instantiate(&mut store) {
+            Ok(instance) => Ok(PluginInstance { store, instance }),
+            Err(e) => Err(classify(&self.name, &self.limits, Cause::Load, e)),
+        }
+    }
+
+    /// Calls `on-event` on `instance`, under the plugin's limits.
+    pub(crate) fn call(
+        &self,
+        instance: &mut PluginInstance,
+        ctx: &HookContext,
+        event: &StepEvent,
+    ) -> Result<Flow, FailClosed> {
+        let store = &mut instance.store;
+        let func = instance
+            .instance
+            .get_func(&mut *store, self.on_event)
+            .ok_or_else(|| {
+                FailClosed::new(
+                    &self.name,
+                    Cause::Load,
+                    "`on-event` is missing from the instance",
+                )
+            })?;
+        // SAFETY: `Plugin::from_bytes` type-checked `on-event` of this very
+        // component against exactly these parameter and result types.
+        let on_event: OnEvent<'_> = unsafe { TypedFunc::new_unchecked(func) };
+        store.set_epoch_deadline(self.deadline_ticks);
+        let result = on_event.call(&mut *store, (ctx, event));
+        let output_full = store.data_mut().drain_output();
+        match result {
+            Ok((flow,)) if flow.payload_len() > self.limits.answer_bytes => Err(FailClosed::new(
+                &self.name,
+                Cause::Oversized,
+                format!(
+                    "answered with {} bytes of text, past the limit of {} bytes",
+                    flow.payload_len(),
+                    self.limits.answer_bytes
+                ),
+            )),
+            Ok((flow,)) => Ok(flow),
+            Err(_) if output_full => Err(FailClosed::new(
+                &self.name,
+                Cause::Limit,
+                format!(
+                    "wrote more than {} bytes to stdout or stderr in one run",
+                    self.limits.log_bytes_per_run
+                ),
+            )),
+            Err(e) => Err(classify(&self.name, &self.limits, Cause::Trap, e)),
+        }
+    }
+}
+
+/// A plugin's instance for one run: never shared, never reused after a
+/// failure, dropped with the run.
+pub(crate) struct PluginInstance {
+    store: Store<PluginState>,
+    instance: wasmtime::component::Instance,
+}
+
+impl PluginInstance {
+    /// What the guest keeps in its scratchpad so far this run, by key.
+    pub(crate) fn scratchpad(&self) -> BTreeMap<String, String> {
+        self.store.data().scratchpad()
+    }
+}
+
+/// Turns a wasmtime failure into a typed diagnostic. Typed errors first
+/// (our limits, wasmtime traps); what is left is a value the canonical ABI
+/// could not lift, or (at instantiation) a link or pool failure.
+pub(crate) fn classify(
+    plugin: &Arc<str>,
+    limits: &Limits,
+    fallback: Cause,
+    error: wasmtime::Error,
+) -> FailClosed {
+    if let Some(limit) = error
+        .chain()
+        .find_map(|e| e.downcast_ref::<LimitExceeded>())
+    {
+        return FailClosed::new(plugin, limit.cause, limit.detail.clone());
+    }
+    if let Some(trap) = error.chain().find_map(|e| e.downcast_ref::<Trap>()) {
+        return match trap {
+            Trap::Interrupt => FailClosed::new(
+                plugin,
+                Cause::Deadline,
+                format!("still running after its deadline of {:?}", limits.deadline),
+            ),
+            Trap::StackOverflow => {
+                FailClosed::new(plugin, Cause::Stack, "exhausted its wasm stack")
+            }
+            other => FailClosed::new(plugin, Cause::Trap, format!("trapped: {other}")),
+        };
+    }
+    let message = format!("{error:#}");
+    // wasmtime 48 does not export its hostcall-fuel error type; its message
+    // is pinned by the oversized-answer tests.
+    if message.contains("fuel allocated for hostcalls") {
+        return FailClosed::new(
+            plugin,
+            Cause::Oversized,
+            format!(
+                "made the host copy more than {} bytes in one call",
+                limits.answer_bytes
+            ),
+        );
+    }
+    if message.contains("concurrent") && message.contains("limit") {
+        return FailClosed::new(
+            plugin,
+            Cause::Limit,
+            format!("no instance slot is free: {message}"),
+        );
+    }
+    FailClosed::new(plugin, fallback, message)
+}
+
+/// Whether `bytes` is a core module rather than a component (both start
+/// with `\0asm`; the version/layer word tells them apart).
+fn is_core_module(bytes: &[u8]) -> bool {
+    bytes.len() >= 8 && bytes[..4] == *b"\0asm" && bytes[4..8] == [1, 0, 0, 0]
+}

@@ -1,0 +1,157 @@
+//! What a guest's store holds for one run: its limiter, its config, the
+//! run-scoped scratchpad, its log budget, and (built on first use) an empty
+//! WASI whose stdout and stderr go to the log. The host imports
+//! ([`crate::imports`]) read and write it; nothing else does.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use wasmtime::component::ResourceTable;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{
+    HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
+};
+
+use crate::limits::{Limiter, Limits};
+
+/// What a guest's store holds: its limits, its config and run-scoped state.
+pub(crate) struct PluginState {
+    limiter: Limiter,
+    pub(crate) name: Arc<str>,
+    pub(crate) run_id: Box<str>,
+    pub(crate) config: Arc<BTreeMap<String, String>>,
+    pub(crate) scratchpad: HashMap<String, String>,
+    pub(crate) scratchpad_used: usize,
+    pub(crate) scratchpad_limit: usize,
+    pub(crate) log_used: usize,
+    pub(crate) log_limit: usize,
+    pub(crate) log_message_bytes: usize,
+    /// Built on first use: guests without WASI imports never pay for it.
+    wasi: Option<Box<WasiState>>,
+}
+
+/// WASI's clocks for guests: they stand still at zero, so a guest learns
+/// nothing of the host's time and cannot time anything (a timing channel
+/// the fewer). Deadlines are the host's, on the epoch, not these clocks.
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(1)
+    }
+    fn now(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+struct WasiState {
+    ctx: WasiCtx,
+    table: ResourceTable,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+    /// Bytes of stdout and stderr already sent to the log.
+    logged: [usize; 2],
+}
+
+impl PluginState {
+    /// A fresh state for one run of plugin `name`.
+    pub(crate) fn new(
+        name: &Arc<str>,
+        run_id: &str,
+        config: &Arc<BTreeMap<String, String>>,
+        limits: &Limits,
+    ) -> PluginState {
+        PluginState {
+            limiter: Limiter {
+                memory_bytes: limits.memory_bytes,
+                table_elements: limits.table_elements,
+            },
+            config: config.clone(),
+            run_id: run_id.into(),
+            name: name.clone(),
+            scratchpad: HashMap::new(),
+            scratchpad_used: 0,
+            scratchpad_limit: limits.scratchpad_bytes,
+            log_used: 0,
+            log_limit: limits.log_bytes_per_run,
+            log_message_bytes: limits.log_message_bytes,
+            wasi: None,
+        }
+    }
+
+    /// The store's resource limiter (for `Store::limiter`).
+    pub(crate) fn limiter(&mut self) -> &mut Limiter {
+        &mut self.limiter
+    }
+
+    /// What the guest keeps in its scratchpad so far, by key.
+    pub(crate) fn scratchpad(&self) -> BTreeMap<String, String> {
+        self.scratchpad
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect()
+    }
+
+    /// Sends what the guest wrote to stdout/stderr since the last call to the
+    /// log; returns whether either pipe is full (the guest hit its log limit).
+    pub(crate) fn drain_output(&mut self) -> bool {
+        let Some(wasi) = self.wasi.as_deref_mut() else {
+            return false;
+        };
+        let mut full = false;
+        for (i, pipe) in [&wasi.stdout, &wasi.stderr].into_iter().enumerate() {
+            let contents = pipe.contents();
+            full |= contents.len() >= self.log_limit;
+            if contents.len() > wasi.logged[i] {
+                let text = String::from_utf8_lossy(&contents[wasi.logged[i]..]);
+                let stream = if i == 0 { "stdout" } else { "stderr" };
+                for line in text.lines() {
+                    tracing::info!(target: "hookbox::guest", plugin = &*self.name, stream, "{line}");
+                }
+                wasi.logged[i] = contents.len();
+            }
+        }
+        full
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        let limit = self.log_limit;
+        let wasi = self.wasi.get_or_insert_with(|| {
+            let stdout = MemoryOutputPipe::new(limit);
+            let stderr = MemoryOutputPipe::new(limit);
+            // Present but empty: no preopens, no environment, no arguments,
+            // no network; stdio goes to the log.
+            let ctx = WasiCtxBuilder::new()
+                .stdout(stdout.clone())
+                .stderr(stderr.clone())
+                .allow_tcp(false)
+                .allow_udp(false)
+                .allow_ip_name_lookup(false)
+                .wall_clock(FrozenClock)
+                .monotonic_clock(FrozenClock)
+                .build();
+            Box::new(WasiState {
+                ctx,
+                table: ResourceTable::new(),
+                stdout,
+                stderr,
+                logged: [0, 0],
+            })
+        });
+        WasiCtxView {
+            ctx: &mut wasi.ctx,
+            table: &mut wasi.table,
+        }
+    }
+}

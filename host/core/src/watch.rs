@@ -1,0 +1,274 @@
+//! Hot reload: a watched plugin directory whose stack is swapped atomically.
+//!
+//! Rules (each has a test in `tests/all/reload.rs`):
+//! - a run keeps the snapshot it started with to its end; new runs get the
+//!   newest one ([`DirWatcher::snapshot`]);
+//! - a file caught mid-write, or corrupt, never replaces a working version:
+//!   the old plugin stays live and the error is reported;
+//! - a removed plugin leaves the stack; a required plugin that cannot load
+//!   (with no earlier good version) makes new runs fail closed, naming it;
+//! - a manifest change takes effect like a file change; a manifest that does
+//!   not parse keeps the whole previous stack live;
+//! - changes are debounced and handled one reload at a time, off the hot
+//!   path: a storm of writes settles on the last good version.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwap;
+use notify::{RecursiveMode, Watcher as _};
+
+use crate::directory::{self, PluginStatus};
+use crate::engine::Runtime;
+use crate::error::{Error, LoadError};
+use crate::plugin::{Plugin, PluginOptions};
+use crate::stack::HookStack;
+
+/// One version of the directory's stack.
+pub struct Snapshot {
+    /// 1 for the first load, +1 per reload.
+    pub generation: u64,
+    pub stack: HookStack,
+    pub plugins: Vec<PluginStatus>,
+}
+
+/// What a reload did.
+#[derive(Clone, Debug)]
+pub struct ReloadReport {
+    /// The generation now live.
+    pub generation: u64,
+    /// Time from the first change seen to the swap (or to giving up).
+    pub took: Duration,
+    /// Plugins compiled anew, by name.
+    pub compiled: Vec<String>,
+    /// Plugins removed since the previous generation.
+    pub removed: Vec<String>,
+    /// Plugins that failed to load. One listed here kept its previous
+    /// version when it had one (the reason says so).
+    pub errors: Vec<LoadError>,
+    /// Why the directory itself could not be reloaded (the previous stack
+    /// then stays live).
+    pub directory_error: Option<String>,
+}
+
+/// Keeps a directory loaded and its stack current.
+pub struct DirWatcher {
+    current: Arc<ArcSwap<Snapshot>>,
+    reports: Mutex<Receiver<ReloadReport>>,
+    state: Arc<Mutex<Reloader>>,
+    _watcher: notify::RecommendedWatcher,
+}
+
+/// The plugins of the live generation, by name, with what they were built
+/// from, so an unchanged plugin is never recompiled.
+struct Reloader {
+    runtime: Runtime,
+    dir: PathBuf,
+    generation: u64,
+    built: HashMap<String, (Vec<u8>, PluginOptionsKey, Arc<Plugin>)>,
+}
+
+/// The options a plugin was built with, comparable.
+type PluginOptionsKey = String;
+
+fn options_key(options: &PluginOptions) -> PluginOptionsKey {
+    format!("{:?}", (&options.limits, &options.config))
+}
+
+impl DirWatcher {
+    /// Loads `dir` and starts watching it. Changes are picked up after
+    /// `debounce` of quiet.
+    ///
+    /// # Errors
+    /// As [`directory::load`] for the first load, or when the directory
+    /// cannot be watched.
+    pub fn start(runtime: &Runtime, dir: &Path, debounce: Duration) -> Result<DirWatcher, Error> {
+        let watch_error = |e: notify::Error| Error::Directory {
+            path: dir.display().to_string(),
+            reason: format!("cannot watch it: {e}"),
+        };
+        let mut reloader = Reloader {
+            runtime: runtime.clone(),
+            dir: dir.to_path_buf(),
+            generation: 0,
+            built: HashMap::new(),
+        };
+        let first = reloader.reload(Instant::now())?;
+        let current = Arc::new(ArcSwap::from_pointee(first.0));
+        let state = Arc::new(Mutex::new(reloader));
+
+        let (events_tx, events_rx) = mpsc::channel::<()>();
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                if event.is_ok_and(|e| !e.kind.is_access()) {
+                    let _ = events_tx.send(());
+                }
+            })
+            .map_err(watch_error)?;
+        watcher
+            .watch(dir, RecursiveMode::NonRecursive)
+            .map_err(watch_error)?;
+
+        let (reports_tx, reports_rx) = mpsc::channel();
+        let (thread_current, thread_state) = (current.clone(), state.clone());
+        std::thread::Builder::new()
+            .name("hookbox-reload".into())
+            .spawn(move || {
+                // Ends when the watcher (the sender) is dropped.
+                while events_rx.recv().is_ok() {
+                    let first_change = Instant::now();
+                    // Debounce: wait for `debounce` without events.
+                    loop {
+                        match events_rx.recv_timeout(debounce) {
+                            Ok(()) => continue,
+                            Err(RecvTimeoutError::Timeout) => break,
+                            Err(RecvTimeoutError::Disconnected) => return,
+                        }
+                    }
+                    let report = match thread_state.lock() {
+                        Ok(mut state) => state.reload_into(&thread_current, first_change),
+                        Err(_) => return,
+                    };
+                    log_report(&report);
+                    if reports_tx.send(report).is_err() {
+                        // Nobody reads the reports; keep reloading anyway.
+                    }
+                }
+            })
+            .map_err(|e| Error::Directory {
+                path: dir.display().to_string(),
+                reason: format!("cannot start: {e}"),
+            })?;
+
+        Ok(DirWatcher {
+            current,
+            reports: Mutex::new(reports_rx),
+            state,
+            _watcher: watcher,
+        })
+    }
+
+    /// The live snapshot. Start runs from it; a run keeps its snapshot.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Reloads now, without waiting for the watcher.
+    pub fn reload_now(&self) -> ReloadReport {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        state.reload_into(&self.current, Instant::now())
+    }
+
+    /// Waits up to `timeout` for the next report of a watcher-triggered
+    /// reload.
+    pub fn next_report(&self, timeout: Duration) -> Option<ReloadReport> {
+        let reports = self.reports.lock().ok()?;
+        reports.recv_timeout(timeout).ok()
+    }
+}
+
+impl Reloader {
+    /// Reloads and swaps; on a directory-level error keeps the old snapshot.
+    fn reload_into(&mut self, current: &ArcSwap<Snapshot>, since: Instant) -> ReloadReport {
+        match self.reload(since) {
+            Ok((snapshot, report)) => {
+                current.store(Arc::new(snapshot));
+                report
+            }
+            Err(e) => ReloadReport {
+                generation: self.generation,
+                took: since.elapsed(),
+                compiled: Vec::new(),
+                removed: Vec::new(),
+                errors: Vec::new(),
+                directory_error: Some(format!("{e}; the previous stack stays live")),
+            },
+        }
+    }
+
+    fn reload(&mut self, since: Instant) -> Result<(Snapshot, ReloadReport), Error> {
+        let previous = std::mem::take(&mut self.built);
+        let mut compiled = Vec::new();
+        let mut errors = Vec::new();
+        let mut next = HashMap::new();
+        let loaded = directory::load_with(&self.runtime, &self.dir, |entry, bytes, options| {
+            let name = entry.name();
+            let key = options_key(options);
+            let old = previous.get(&name);
+            if let Some((old_bytes, old_key, plugin)) = old
+                && old_bytes == bytes
+                && *old_key == key
+            {
+                next.insert(name, (bytes.to_vec(), key, plugin.clone()));
+                return Some(plugin.clone());
+            }
+            match Plugin::from_bytes(&self.runtime, &name, bytes, options.clone()) {
+                Ok(plugin) => {
+                    let plugin = Arc::new(plugin);
+                    compiled.push(name.clone());
+                    next.insert(name, (bytes.to_vec(), key, plugin.clone()));
+                    Some(plugin)
+                }
+                // Never replace a working version with a broken one.
+                Err(mut e) => {
+                    let (old_bytes, old_key, plugin) = old?;
+                    e.reason.push_str("; the previous version stays live");
+                    errors.push(e);
+                    next.insert(name, (old_bytes.clone(), old_key.clone(), plugin.clone()));
+                    Some(plugin.clone())
+                }
+            }
+        });
+        let loaded = match loaded {
+            Ok(loaded) => loaded,
+            Err(e) => {
+                self.built = previous;
+                return Err(e);
+            }
+        };
+        errors.extend(loaded.failures().map(|(_, error)| error.clone()));
+        let removed: Vec<String> = previous
+            .keys()
+            .filter(|name| !next.contains_key(*name))
+            .cloned()
+            .collect();
+        self.generation += 1;
+        self.built = next;
+        let report = ReloadReport {
+            generation: self.generation,
+            took: since.elapsed(),
+            compiled,
+            removed,
+            errors,
+            directory_error: None,
+        };
+        let snapshot = Snapshot {
+            generation: self.generation,
+            stack: loaded.stack,
+            plugins: loaded.plugins,
+        };
+        Ok((snapshot, report))
+    }
+}
+
+fn log_report(report: &ReloadReport) {
+    if let Some(why) = &report.directory_error {
+        tracing::error!(generation = report.generation, "reload: {why}");
+    }
+    for error in &report.errors {
+        tracing::error!(generation = report.generation, "reload: {error}");
+    }
+    tracing::info!(
+        generation = report.generation,
+        took_ms = report.took.as_secs_f64() * 1e3,
+        compiled = ?report.compiled,
+        removed = ?report.removed,
+        "reloaded plugin directory"
+    );
+}

@@ -1,0 +1,709 @@
+//! The tool loop: one model turn after another, the stack consulted at every
+//! step, each flow honoured exactly (DESIGN.md §1, §5).
+//!
+//! One iteration:
+//! 1. `completion-call`: the merged patch shapes this turn's request only.
+//! 2. The model answers; when it streams, every `text-delta` and
+//!    `tool-call-delta` goes to the stack, then `stream-response-finish`.
+//! 3. `completion-response`, then `model-turn-finished`.
+//! 4. Tool calls, in the order the model made them: an unknown or disallowed
+//!    one is an `invalid-tool-call` (fail, retry, repair, skip); a valid one
+//!    is a `tool-call` (continue, rewrite-args, skip). Loop detection looks
+//!    at the arguments the tool would run with.
+//! 5. The calls that survived run, concurrently if configured.
+//! 6. `tool-result` for every call, in order: the model sees the rewritten
+//!    result, hooks and telemetry keep the raw outcome.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tracing::Instrument;
+
+use hookbox::json::is_json;
+use hookbox::{
+    CompletionCall, CompletionResponse, EventKind, InvalidToolCall, ModelResponse,
+    ModelTurnFinished, Role, StepEvent, StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta,
+    ToolChoice, ToolErrorKind, ToolOutcome, ToolResult, Usage,
+};
+use hookbox::{Flow, HookStack, RequestPatch};
+
+use crate::config::{LoopConfig, LoopDetection};
+use crate::events::{EventSink, LoopAction, LoopEvent};
+use crate::hooks::Hooks;
+use crate::model::{
+    ChatMessage, Model, ModelChunk, ModelRequest, ModelTurn, ToolCallAssembler, ToolCallRequest,
+};
+use crate::report::{RunReport, RunStatus, ToolRecord};
+use crate::text::cut;
+use crate::tools::{ToolOutput, ToolSet};
+
+/// Most bytes of a tool's arguments or result recorded on a span.
+const SPAN_TEXT_BYTES: usize = 4096;
+
+/// What an [`Agent`](crate::Agent) is made of: the loop reads it, the
+/// agent's builder fills it.
+#[derive(Clone)]
+pub(crate) struct Setup {
+    pub model: Arc<dyn Model>,
+    pub tools: ToolSet,
+    pub stack: HookStack,
+    pub name: Option<String>,
+    pub preamble: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub tool_choice: ToolChoice,
+    pub additional_params: serde_json::Map<String, Value>,
+    pub config: LoopConfig,
+}
+
+/// A run's state; it outlives the loop's future so a timeout still reports
+/// everything done before it.
+pub(crate) struct LoopState<'a> {
+    setup: &'a Setup,
+    run_id: String,
+    prompt: String,
+    hooks: Hooks,
+    events: EventSink,
+    messages: Vec<ChatMessage>,
+    iterations: u32,
+    usage: Usage,
+    text: String,
+    tool_calls: Vec<ToolRecord>,
+    /// The last executed (tool, arguments) and how many times in a row.
+    last_call: Option<(String, String)>,
+    repeats: u32,
+}
+
+/// One tool call on its way through the hooks.
+struct Pending {
+    record: ToolRecord,
+    internal_id: String,
+    /// Set when the tool is to run.
+    run: bool,
+    extensions: Value,
+    /// The `execute_tool` span, once it ran: the delivered result is
+    /// recorded on it after the tool-result hooks.
+    span: Option<tracing::Span>,
+}
+
+/// What the model was offered this turn, to validate its calls against.
+struct Offer {
+    /// Advertised and permitted by the tool choice.
+    allowed: Vec<String>,
+    choice: ToolChoice,
+}
+
+impl Offer {
+    fn of(request: &ModelRequest) -> Offer {
+        let advertised = request.tools.iter().map(|t| t.name.clone());
+        let allowed = match &request.tool_choice {
+            ToolChoice::None => Vec::new(),
+            ToolChoice::Specific(names) => advertised.filter(|n| names.contains(n)).collect(),
+            ToolChoice::Auto | ToolChoice::Required => advertised.collect(),
+        };
+        Offer {
+            allowed,
+            choice: request.tool_choice.clone(),
+        }
+    }
+}
+
+/// What the hooks made of one call.
+enum Decided {
+    /// Run it, or deliver its (skip) result without running it.
+    Call(Box<Pending>),
+    /// Discard the turn; re-prompt with this feedback.
+    Retry(String),
+}
+
+impl<'a> LoopState<'a> {
+    pub fn new(setup: &'a Setup, run_id: &str, prompt: &str, events: EventSink) -> LoopState<'a> {
+        LoopState {
+            setup,
+            run_id: run_id.to_owned(),
+            prompt: prompt.to_owned(),
+            hooks: Hooks::new(&setup.stack, run_id, setup.name.clone(), events.clone()),
+            events,
+            messages: vec![ChatMessage::user(prompt)],
+            iterations: 0,
+            usage: Usage::default(),
+            text: String::new(),
+            tool_calls: Vec::new(),
+            last_call: None,
+            repeats: 0,
+        }
+    }
+
+    pub fn finish(self, status: RunStatus) -> RunReport {
+        tracing::info!(run = %self.run_id, status = status.name(), "run ended: {status}");
+        RunReport {
+            run_id: self.run_id,
+            status,
+            text: self.text,
+            messages: self.messages,
+            iterations: self.iterations,
+            usage: self.usage,
+            tool_calls: self.tool_calls,
+        }
+    }
+
+    /// Runs iterations until the run ends.
+    pub async fn drive(&mut self) -> RunStatus {
+        let max = self.setup.config.max_iterations;
+        while self.iterations < max {
+            self.iterations += 1;
+            match self.iteration(self.iterations).await {
+                Ok(true) => return RunStatus::Finished,
+                Ok(false) => {}
+                Err(status) => return status,
+            }
+        }
+        RunStatus::MaxIterations(max)
+    }
+
+    /// One model turn and its tool calls; `Ok(true)` when the model is done.
+    async fn iteration(&mut self, turn: u32) -> Result<bool, RunStatus> {
+        let streaming = self.setup.config.stream;
+        self.events.emit(LoopEvent::IterationStart {
+            iteration: turn,
+            message_count: self.messages.len(),
+        });
+
+        // 1. completion-call
+        let patch = if self.hooks.wants(EventKind::CompletionCall) {
+            let event = StepEvent::CompletionCall(CompletionCall {
+                prompt: self.prompt.clone(),
+                history: self
+                    .messages
+                    .iter()
+                    .map(ChatMessage::to_hook_message)
+                    .collect(),
+                turn,
+            });
+            match self
+                .hooks
+                .ask(self.hooks.context(turn, streaming), event)
+                .await?
+                .flow
+            {
+                Flow::PatchRequest(patch) => Some(patch),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let request = self.request(patch, streaming)?;
+        let offer = Offer::of(&request);
+
+        // 2. the model
+        let answer = self.call_model(turn, request).await?;
+        if let Some(usage) = answer.usage {
+            self.usage.input_tokens += usage.input_tokens;
+            self.usage.output_tokens += usage.output_tokens;
+        }
+        let response = ModelResponse {
+            content: answer.content.clone(),
+            usage: answer.usage,
+        };
+        if streaming {
+            let event = StepEvent::StreamResponseFinish(StreamResponseFinish {
+                prompt: self.prompt.clone(),
+                response: response.clone(),
+            });
+            self.hooks
+                .ask(self.hooks.context(turn, true), event)
+                .await?;
+        }
+
+        // 3. completion-response, model-turn-finished
+        let event = StepEvent::CompletionResponse(CompletionResponse {
+            prompt: self.prompt.clone(),
+            response,
+        });
+        self.hooks
+            .ask(self.hooks.context(turn, streaming), event)
+            .await?;
+        self.events.emit(LoopEvent::LlmResponseReceived {
+            iteration: turn,
+            has_tool_calls: !answer.tool_calls.is_empty(),
+            text_length: answer.content.chars().count(),
+        });
+        let event = StepEvent::ModelTurnFinished(ModelTurnFinished {
+            turn,
+            content: answer.content.clone(),
+            usage: answer.usage,
+        });
+        self.hooks
+            .ask(self.hooks.context(turn, streaming), event)
+            .await?;
+
+        // Only an answer every hook let through is the run's text.
+        self.text = answer.content.clone();
+        if answer.tool_calls.is_empty() {
+            self.messages
+                .push(ChatMessage::new(Role::Assistant, answer.content));
+            return Ok(true);
+        }
+
+        // 4. the hooks decide every call, in order
+        let mut pending = Vec::with_capacity(answer.tool_calls.len());
+        for (index, call) in answer.tool_calls.iter().enumerate() {
+            let internal_id = format!("{}-t{turn}-c{index}", self.run_id);
+            match self.decide_call(turn, call, &internal_id, &offer).await? {
+                Decided::Call(p) => pending.push(*p),
+                Decided::Retry(feedback) => {
+                    // The turn is discarded: the model tries again with the
+                    // feedback, no tool of this turn runs.
+                    self.messages.push(ChatMessage::user(feedback));
+                    return Ok(false);
+                }
+            }
+        }
+        self.messages.push(ChatMessage {
+            role: Role::Assistant,
+            content: answer.content,
+            tool_calls: answer.tool_calls,
+            tool_call_id: None,
+        });
+
+        // 5. run them
+        execute(self.setup, &self.events, &mut pending).await;
+
+        // 6. tool-result, in order
+        let mut pending = pending.into_iter();
+        while let Some(mut call) = pending.next() {
+            let args = call.record.args.clone();
+            let span = call.span.take();
+            let event = StepEvent::ToolResult(ToolResult {
+                tool_name: call.record.tool_name.clone(),
+                tool_call_id: Some(call.record.call_id.clone()),
+                internal_call_id: call.internal_id.clone(),
+                args,
+                result: call.record.result.clone(),
+                outcome: call.record.outcome.clone(),
+                extensions: call.extensions.to_string(),
+            });
+            let decision = self
+                .hooks
+                .ask(self.hooks.context(turn, streaming), event)
+                .await;
+            let decision = match decision {
+                Ok(decision) => decision,
+                Err(status) => {
+                    // Every call of the turn ran or was decided: all of them
+                    // stay on the record.
+                    self.tool_calls.push(call.record);
+                    self.tool_calls.extend(pending.map(|p| p.record));
+                    return Err(status);
+                }
+            };
+            if let Flow::RewriteResult(result) = decision.flow {
+                call.record.result = result;
+            }
+            if let Some(span) = span {
+                span.record(
+                    "gen_ai.tool.call.result",
+                    cut(&call.record.result, SPAN_TEXT_BYTES),
+                );
+            }
+            self.messages.push(ChatMessage::tool(
+                call.record.call_id.clone(),
+                call.record.result.clone(),
+            ));
+            self.tool_calls.push(call.record);
+        }
+        Ok(false)
+    }
+
+    /// The request for this turn: the setup's baseline with `patch` on top.
+    fn request(
+        &self,
+        patch: Option<RequestPatch>,
+        stream: bool,
+    ) -> Result<ModelRequest, RunStatus> {
+        let setup = self.setup;
+        let patch = patch.unwrap_or_default();
+        let mut system = patch.preamble.or_else(|| setup.preamble.clone());
+        if let Some(documents) = patch.extra_context.filter(|d| !d.is_empty()) {
+            let mut text = system.take().unwrap_or_default();
+            for doc in documents {
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&format!(
+                    "<document id=\"{}\">\n{}\n</document>",
+                    doc.id, doc.text
+                ));
+            }
+            system = Some(text);
+        }
+        let mut messages: Vec<ChatMessage> = system.into_iter().map(ChatMessage::system).collect();
+        match patch.history {
+            // A patched history is plain role and text; tool messages lose
+            // the call they answered, so they go as user messages.
+            Some(history) => messages.extend(history.iter().map(|m| match m.role {
+                Role::Tool => ChatMessage::user(format!("[tool result] {}", m.content)),
+                _ => ChatMessage::from(m),
+            })),
+            None => messages.extend(self.messages.iter().cloned()),
+        }
+        let mut tools: Vec<_> = setup.tools.specs().cloned().collect();
+        if let Some(active) = &patch.active_tools {
+            tools.retain(|t| active.contains(&t.name));
+        }
+        let mut additional_params = setup.additional_params.clone();
+        if let Some(text) = &patch.additional_params {
+            match serde_json::from_str::<Value>(text) {
+                Ok(Value::Object(extra)) => additional_params.extend(extra),
+                _ => {
+                    return Err(RunStatus::Error(format!(
+                        "a request patch's additional-params is not a JSON object: {}",
+                        cut(text, 200)
+                    )));
+                }
+            }
+        }
+        Ok(ModelRequest {
+            model: setup.model.name().to_owned(),
+            messages,
+            tools,
+            tool_choice: patch
+                .tool_choice
+                .unwrap_or_else(|| setup.tool_choice.clone()),
+            temperature: patch.temperature.or(setup.temperature),
+            max_tokens: patch.max_tokens.or(setup.max_tokens),
+            additional_params,
+            stream,
+        })
+    }
+
+    /// Calls the model, streaming deltas to the hooks when it streams.
+    async fn call_model(
+        &mut self,
+        turn: u32,
+        request: ModelRequest,
+    ) -> Result<ModelTurn, RunStatus> {
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = format!("chat {}", request.model),
+            gen_ai.operation.name = "chat",
+            gen_ai.request.model = %request.model,
+            gen_ai.usage.input_tokens = tracing::field::Empty,
+            gen_ai.usage.output_tokens = tracing::field::Empty,
+            gen_ai.response.finish_reasons = tracing::field::Empty,
+        );
+        let model_name = request.model.clone();
+        let mut chunks = self.setup.model.respond(request);
+        let mut aggregated = String::new();
+        let mut calls = ToolCallAssembler::default();
+        let turn_done = async {
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk.map_err(|e| RunStatus::Error(e.to_string()))?;
+                match chunk {
+                    ModelChunk::Done(answer) => return Ok(answer),
+                    ModelChunk::Text(delta) => {
+                        aggregated.push_str(&delta);
+                        if self.hooks.wants(EventKind::TextDelta) {
+                            let event = StepEvent::TextDelta(TextDelta {
+                                delta,
+                                aggregated: aggregated.clone(),
+                            });
+                            self.hooks
+                                .ask(self.hooks.context(turn, true), event)
+                                .await?;
+                        }
+                    }
+                    ModelChunk::ToolCall {
+                        index,
+                        id,
+                        name,
+                        arguments,
+                    } => {
+                        let (call_id, call_name) = {
+                            let call =
+                                calls.push(index, id.as_deref(), name.as_deref(), &arguments);
+                            (call.id.clone(), call.name.clone())
+                        };
+                        let position = calls.position(index).unwrap_or(index);
+                        if self.hooks.wants(EventKind::ToolCallDelta) {
+                            let event = StepEvent::ToolCallDelta(ToolCallDelta {
+                                tool_call_id: call_id,
+                                internal_call_id: format!("{}-t{turn}-c{position}", self.run_id),
+                                tool_name: (!call_name.is_empty()).then_some(call_name),
+                                delta: arguments,
+                            });
+                            self.hooks
+                                .ask(self.hooks.context(turn, true), event)
+                                .await?;
+                        }
+                    }
+                }
+            }
+            Err(RunStatus::Error(format!(
+                "model `{model_name}` ended its answer without finishing it"
+            )))
+        }
+        .instrument(span.clone())
+        .await;
+        let answer = turn_done?;
+        if let Some(usage) = answer.usage {
+            span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+            span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+        }
+        if let Some(reason) = &answer.finish_reason {
+            span.record("gen_ai.response.finish_reasons", reason.as_str());
+        }
+        Ok(answer)
+    }
+
+    /// A call that does not run breaks a streak of identical calls.
+    fn streak_broken(&mut self, decided: Decided) -> Decided {
+        self.last_call = None;
+        self.repeats = 0;
+        decided
+    }
+
+    /// Takes one tool call through invalid-tool-call (until valid), the
+    /// tool-call chain and loop detection.
+    async fn decide_call(
+        &mut self,
+        turn: u32,
+        call: &ToolCallRequest,
+        internal_id: &str,
+        offer: &Offer,
+    ) -> Result<Decided, RunStatus> {
+        let streaming = self.setup.config.stream;
+        // Hooks, loop detection and the tool all see one reading of the
+        // arguments: valid JSON is re-serialised (a duplicate key cannot
+        // mean one thing to a guard and another to the tool).
+        let args = canonical_json(&call.arguments);
+        let mut record = ToolRecord {
+            call_id: call.id.clone(),
+            emitted_name: call.name.clone(),
+            tool_name: call.name.clone(),
+            emitted_args: call.arguments.clone(),
+            args: args.clone(),
+            result: String::new(),
+            outcome: ToolOutcome::Success,
+            executed: false,
+            duration: Duration::ZERO,
+        };
+        let not_run = |record: ToolRecord, outcome: ToolOutcome, result: String| {
+            Decided::Call(Box::new(Pending {
+                record: ToolRecord {
+                    result,
+                    outcome,
+                    ..record
+                },
+                internal_id: internal_id.to_owned(),
+                run: false,
+                extensions: Value::Object(Default::default()),
+                span: None,
+            }))
+        };
+
+        // Invalid calls: unknown, or not allowed this turn.
+        let mut repairs = 0;
+        loop {
+            let name = &record.tool_name;
+            let known = self.setup.tools.get(name).is_some();
+            if known && offer.allowed.contains(name) {
+                break;
+            }
+            let reason = if known {
+                format!("tool `{name}` is not allowed this turn")
+            } else {
+                format!("there is no tool `{name}`")
+            };
+            let event = StepEvent::InvalidToolCall(InvalidToolCall {
+                tool_name: name.clone(),
+                tool_call_id: Some(call.id.clone()),
+                internal_call_id: Some(internal_id.to_owned()),
+                args: is_json(&args).then(|| args.clone()),
+                available_tools: self.setup.tools.names().map(str::to_owned).collect(),
+                allowed_tools: offer.allowed.clone(),
+                tool_choice: Some(offer.choice.clone()),
+            });
+            let decision = self
+                .hooks
+                .ask(self.hooks.context(turn, streaming), event)
+                .await?;
+            match decision.flow {
+                Flow::Retry(feedback) => return Ok(Decided::Retry(feedback)),
+                Flow::Skip(reason) => {
+                    return Ok(self.streak_broken(not_run(
+                        record,
+                        ToolOutcome::Skipped(reason.clone()),
+                        reason,
+                    )));
+                }
+                Flow::Repair(new_name) if repairs < self.setup.config.max_repairs => {
+                    repairs += 1;
+                    tracing::info!(from = %record.tool_name, to = %new_name, "tool name repaired");
+                    record.tool_name = new_name;
+                }
+                Flow::Repair(new_name) => {
+                    return Err(RunStatus::InvalidToolCall {
+                        tool_name: new_name,
+                        reason: format!("{reason}; still invalid after {repairs} repairs"),
+                        plugin: decision.plugin.as_deref().map(str::to_owned),
+                    });
+                }
+                // fail, and continue (which counts as fail)
+                _ => {
+                    return Err(RunStatus::InvalidToolCall {
+                        tool_name: record.tool_name,
+                        reason,
+                        plugin: decision.plugin.as_deref().map(str::to_owned),
+                    });
+                }
+            }
+        }
+
+        // tool-call: a chain of rewrites, ended by skip or terminate.
+        let event = StepEvent::ToolCall(ToolCall {
+            tool_name: record.tool_name.clone(),
+            tool_call_id: Some(call.id.clone()),
+            internal_call_id: internal_id.to_owned(),
+            args,
+        });
+        let decision = self
+            .hooks
+            .ask(self.hooks.context(turn, streaming), event)
+            .await?;
+        match decision.flow {
+            Flow::RewriteArgs(args) => record.args = args,
+            Flow::Skip(reason) => {
+                if let Some(rewritten) = decision.rewritten {
+                    record.args = rewritten;
+                }
+                return Ok(self.streak_broken(not_run(
+                    record,
+                    ToolOutcome::Denied(reason.clone()),
+                    reason,
+                )));
+            }
+            _ => {}
+        }
+
+        // Loop detection, on what would run.
+        let key = (record.tool_name.clone(), record.args.clone());
+        if self.last_call.as_ref() == Some(&key) {
+            self.repeats += 1;
+        } else {
+            self.last_call = Some(key);
+            self.repeats = 1;
+        }
+        if let Some(LoopDetection { threshold, action }) = self.setup.config.loop_detection
+            && threshold >= 2
+            && self.repeats >= threshold
+        {
+            let count = self.repeats;
+            tracing::warn!(
+                tool = %record.tool_name,
+                count,
+                action = action.name(),
+                "loop detected: identical tool calls in a row"
+            );
+            self.events.emit(LoopEvent::LoopDetected {
+                tool_name: record.tool_name.clone(),
+                consecutive_count: count,
+                action,
+            });
+            match action {
+                LoopAction::Warn => {}
+                LoopAction::Stop => {
+                    return Err(RunStatus::LoopStopped {
+                        tool_name: record.tool_name,
+                        count,
+                    });
+                }
+                LoopAction::InjectWarning => {
+                    let warning = format!(
+                        "Not executed: you called `{}` with these same arguments {count} times in a row, and the result will not change. Do something else, or answer with what you have.",
+                        record.tool_name
+                    );
+                    return Ok(not_run(
+                        record,
+                        ToolOutcome::Skipped(warning.clone()),
+                        warning,
+                    ));
+                }
+            }
+        }
+
+        Ok(Decided::Call(Box::new(Pending {
+            record,
+            internal_id: internal_id.to_owned(),
+            run: true,
+            extensions: Value::Object(Default::default()),
+            span: None,
+        })))
+    }
+}
+
+/// Valid JSON re-serialised (duplicate keys collapse to the last, as the
+/// tool will read them); anything else as it is.
+fn canonical_json(text: &str) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => value.to_string(),
+        Err(_) => text.to_owned(),
+    }
+}
+
+/// Runs the calls that are to run: all at once, or one after another.
+async fn execute(setup: &Setup, events: &EventSink, pending: &mut [Pending]) {
+    let runs = pending.iter_mut().filter(|p| p.run);
+    if setup.config.parallel_tools {
+        futures_util::future::join_all(runs.map(|p| execute_one(setup, events, p))).await;
+    } else {
+        for p in runs {
+            execute_one(setup, events, p).await;
+        }
+    }
+}
+
+async fn execute_one(setup: &Setup, events: &EventSink, call: &mut Pending) {
+    let record = &mut call.record;
+    let span = tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {}", record.tool_name),
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %record.tool_name,
+        gen_ai.tool.call.id = %record.call_id,
+        gen_ai.tool.call.arguments = %cut(&record.args, SPAN_TEXT_BYTES),
+        gen_ai.tool.call.result = tracing::field::Empty,
+    );
+    events.emit(LoopEvent::ToolExecutionStart {
+        call_id: record.call_id.clone(),
+        tool_name: record.tool_name.clone(),
+        arguments: serde_json::from_str(&record.args)
+            .unwrap_or_else(|_| Value::String(record.args.clone())),
+    });
+    let started = Instant::now();
+    let limit = setup.config.tool_timeout;
+    let output = tokio::time::timeout(limit, setup.tools.call(&record.tool_name, &record.args))
+        .instrument(span.clone())
+        .await
+        .unwrap_or_else(|_| {
+            ToolOutput::error(
+                ToolErrorKind::Timeout,
+                format!("`{}` ran longer than {limit:?}", record.tool_name),
+            )
+        });
+    record.duration = started.elapsed();
+    record.executed = true;
+    record.result = output.result;
+    record.outcome = output.outcome;
+    call.extensions = output.extensions;
+    call.span = Some(span);
+    events.emit(LoopEvent::ToolExecutionEnd {
+        call_id: record.call_id.clone(),
+        tool_name: record.tool_name.clone(),
+        result: record.result.clone(),
+        outcome: record.outcome.clone(),
+        duration: record.duration,
+    });
+}

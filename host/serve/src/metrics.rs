@@ -1,0 +1,156 @@
+//! The server's counters, in the Prometheus text format.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use hookbox::Cause;
+use hookbox::EventKind;
+use hookbox::Outcome;
+
+/// Upper bounds of the latency histogram, in microseconds.
+const BUCKETS_US: [u64; 10] = [10, 50, 100, 250, 500, 1_000, 5_000, 10_000, 50_000, 100_000];
+
+const FLOWS: [&str; 9] = [
+    "continue",
+    "terminate",
+    "skip",
+    "rewrite-args",
+    "rewrite-result",
+    "patch-request",
+    "fail",
+    "retry",
+    "repair",
+];
+
+const CAUSES: [Cause; 9] = [
+    Cause::Trap,
+    Cause::Deadline,
+    Cause::Memory,
+    Cause::Stack,
+    Cause::Oversized,
+    Cause::UnsupportedFlow,
+    Cause::InvalidJson,
+    Cause::Load,
+    Cause::Limit,
+];
+
+/// Counters of a server, all lock-free.
+#[derive(Default)]
+pub struct Metrics {
+    events: [AtomicU64; 9],
+    flows: [AtomicU64; 9],
+    fail_closed: [AtomicU64; 9],
+    latency_buckets: [AtomicU64; 10],
+    latency_count: AtomicU64,
+    latency_sum_us: AtomicU64,
+    pub(crate) runs_created: AtomicU64,
+    pub(crate) runs_expired: AtomicU64,
+}
+
+impl Metrics {
+    pub(crate) fn record(&self, kind: EventKind, outcome: &Outcome, took: Duration) {
+        self.events[kind as usize].fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Ok(decision) => {
+                let name = decision.flow.name();
+                if let Some(i) = FLOWS.iter().position(|f| *f == name) {
+                    self.flows[i].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(failure) => {
+                if let Some(i) = CAUSES.iter().position(|c| *c == failure.cause) {
+                    self.fail_closed[i].fetch_add(1, Ordering::Relaxed);
+                }
+                self.flows[1].fetch_add(1, Ordering::Relaxed); // a terminate
+            }
+        }
+        let us = took.as_micros().min(u64::MAX as u128) as u64;
+        for (bound, bucket) in BUCKETS_US.iter().zip(&self.latency_buckets) {
+            if us <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.latency_count.fetch_add(1, Ordering::Relaxed);
+        self.latency_sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// Events decided so far.
+    pub fn events(&self) -> u64 {
+        self.events.iter().map(|e| e.load(Ordering::Relaxed)).sum()
+    }
+
+    pub(crate) fn render(&self, live_runs: usize, generation: u64) -> String {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_events_total Events decided, by kind.\n# TYPE hookbox_events_total counter"
+        );
+        for kind in EventKind::ALL {
+            let _ = writeln!(
+                out,
+                "hookbox_events_total{{kind=\"{}\"}} {}",
+                kind.name(),
+                get(&self.events[kind as usize])
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_flows_total Net flows answered, by flow.\n# TYPE hookbox_flows_total counter"
+        );
+        for (name, count) in FLOWS.iter().zip(&self.flows) {
+            let _ = writeln!(out, "hookbox_flows_total{{flow=\"{name}\"}} {}", get(count));
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_fail_closed_total Runs ended fail-closed, by cause.\n# TYPE hookbox_fail_closed_total counter"
+        );
+        for (cause, count) in CAUSES.iter().zip(&self.fail_closed) {
+            let _ = writeln!(
+                out,
+                "hookbox_fail_closed_total{{cause=\"{}\"}} {}",
+                cause.name(),
+                get(count)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_event_seconds Time to decide an event.\n# TYPE hookbox_event_seconds histogram"
+        );
+        for (bound, count) in BUCKETS_US.iter().zip(&self.latency_buckets) {
+            let _ = writeln!(
+                out,
+                "hookbox_event_seconds_bucket{{le=\"{}\"}} {}",
+                *bound as f64 / 1e6,
+                get(count)
+            );
+        }
+        let count = get(&self.latency_count);
+        let _ = writeln!(out, "hookbox_event_seconds_bucket{{le=\"+Inf\"}} {count}");
+        let _ = writeln!(
+            out,
+            "hookbox_event_seconds_sum {}\nhookbox_event_seconds_count {count}",
+            get(&self.latency_sum_us) as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_runs_created_total Runs started.\n# TYPE hookbox_runs_created_total counter\nhookbox_runs_created_total {}",
+            get(&self.runs_created)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_runs_expired_total Runs ended for being idle.\n# TYPE hookbox_runs_expired_total counter\nhookbox_runs_expired_total {}",
+            get(&self.runs_expired)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_live_runs Runs live now.\n# TYPE hookbox_live_runs gauge\nhookbox_live_runs {live_runs}"
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_stack_generation Reloads of the plugin directory so far, plus one.\n# TYPE hookbox_stack_generation gauge\nhookbox_stack_generation {generation}"
+        );
+        out
+    }
+}
