@@ -29,7 +29,9 @@ const TAG: usize = 32;
 /// Hits and misses since the runtime started.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Loads served from the cache.
     pub hits: u64,
+    /// Loads that found no usable entry and compiled.
     pub misses: u64,
     /// Entries found but refused (bad tag, incompatible, unreadable).
     pub rejected: u64,
@@ -72,6 +74,7 @@ impl CompileCache {
         })
     }
 
+    /// Hits, misses and refusals so far.
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),

@@ -25,9 +25,11 @@ use crate::stack::HookStack;
 /// What became of one plugin of the directory.
 #[derive(Clone, Debug)]
 pub struct PluginStatus {
+    /// The plugin's name (the manifest's, else the file stem).
     pub name: String,
     /// The file as the manifest names it (or the file name).
     pub file: String,
+    /// Whether a failure to load fails every run closed.
     pub required: bool,
     /// The loaded plugin, or why it could not be loaded.
     pub result: Result<Arc<Plugin>, LoadError>,
@@ -36,7 +38,9 @@ pub struct PluginStatus {
 /// A loaded directory: the stack to run, and how each plugin fared.
 #[derive(Clone)]
 pub struct LoadedDir {
+    /// The stack of every plugin that loaded, in order (a required one that did not is an unloadable entry).
     pub stack: HookStack,
+    /// Each plugin of the directory and how it fared, in order.
     pub plugins: Vec<PluginStatus>,
     /// Whether a `hookbox.toml` was found.
     pub has_manifest: bool,

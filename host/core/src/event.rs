@@ -21,21 +21,23 @@ pub struct HookContext {
     pub run_id: String,
     /// 1-based model-call index; 0 before the first model call.
     pub turn: u32,
+    /// Whether the model is streaming this turn.
     #[component(name = "is-streaming")]
     pub is_streaming: bool,
+    /// The agent's name, when the embedder gives one.
     #[component(name = "agent-name")]
     pub agent_name: Option<String>,
 }
 
 macro_rules! event_kinds {
-    ($($variant:ident = $wit:literal,)*) => {
+    ($($(#[$doc:meta])* $variant:ident = $wit:literal,)*) => {
         /// The kinds of step a hook can subscribe to.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, ComponentType, Lift, Lower)]
         #[component(enum)]
         #[repr(u8)]
         #[serde(rename_all = "kebab-case")]
         pub enum EventKind {
-            $(#[component(name = $wit)] $variant,)*
+            $($(#[$doc])* #[component(name = $wit)] $variant,)*
         }
 
         impl EventKind {
@@ -58,14 +60,23 @@ macro_rules! event_kinds {
 }
 
 event_kinds! {
+    /// Before each model call: the request about to be sent.
     CompletionCall = "completion-call",
+    /// After each model call: what the model answered.
     CompletionResponse = "completion-response",
+    /// After each model call: the turn's answer text and usage.
     ModelTurnFinished = "model-turn-finished",
+    /// The model called a tool that is unknown or not allowed this turn.
     InvalidToolCall = "invalid-tool-call",
+    /// The model called a tool; asked before the tool runs.
     ToolCall = "tool-call",
+    /// A tool's result, before the model sees it.
     ToolResult = "tool-result",
+    /// A chunk of streamed answer text.
     TextDelta = "text-delta",
+    /// A chunk of a streamed tool call.
     ToolCallDelta = "tool-call-delta",
+    /// A streamed answer has finished.
     StreamResponseFinish = "stream-response-finish",
 }
 
@@ -80,18 +91,24 @@ impl std::fmt::Display for EventKind {
 pub struct EventKinds(u16);
 
 impl EventKinds {
+    /// The empty set.
     pub const NONE: EventKinds = EventKinds(0);
+    /// Every kind.
     pub const ALL: EventKinds = EventKinds((1 << EventKind::ALL.len()) - 1);
 
+    /// Whether `kind` is in the set.
     pub const fn contains(self, kind: EventKind) -> bool {
         self.0 & (1 << kind as u16) != 0
     }
+    /// This set with `kind` added.
     pub const fn with(self, kind: EventKind) -> EventKinds {
         EventKinds(self.0 | (1 << kind as u16))
     }
+    /// The kinds in either set.
     pub const fn union(self, other: EventKinds) -> EventKinds {
         EventKinds(self.0 | other.0)
     }
+    /// The kinds in the set, in WIT order.
     pub fn iter(self) -> impl Iterator<Item = EventKind> {
         EventKind::ALL
             .into_iter()
@@ -105,17 +122,22 @@ impl FromIterator<EventKind> for EventKinds {
     }
 }
 
+/// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
 #[component(enum)]
 #[repr(u8)]
 #[serde(rename_all = "kebab-case")]
 pub enum Role {
+    /// The system prompt.
     #[component(name = "system")]
     System,
+    /// The user.
     #[component(name = "user")]
     User,
+    /// The model.
     #[component(name = "assistant")]
     Assistant,
+    /// A tool's result.
     #[component(name = "tool")]
     Tool,
 }
@@ -124,17 +146,22 @@ pub enum Role {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
 #[component(record)]
 pub struct Message {
+    /// Who wrote it.
     pub role: Role,
+    /// The message text.
     pub content: String,
 }
 
+/// Token counts of one model call.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 pub struct Usage {
+    /// Tokens sent to the model.
     #[component(name = "input-tokens")]
     pub input_tokens: u64,
+    /// Tokens the model generated.
     #[component(name = "output-tokens")]
     pub output_tokens: u64,
 }
@@ -145,7 +172,9 @@ pub struct Usage {
 )]
 #[component(record)]
 pub struct ModelResponse {
+    /// The answer text.
     pub content: String,
+    /// Token usage, when the provider reports it.
     #[serde(default)]
     pub usage: Option<Usage>,
 }
@@ -155,10 +184,13 @@ pub struct ModelResponse {
 #[component(variant)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolChoice {
+    /// The model decides whether to call a tool.
     #[component(name = "auto")]
     Auto,
+    /// The model must not call a tool.
     #[component(name = "none")]
     None,
+    /// The model must call some tool.
     #[component(name = "required")]
     Required,
     /// The model must call one of these tools.
@@ -166,27 +198,36 @@ pub enum ToolChoice {
     Specific(Vec<String>),
 }
 
+/// Why a tool failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
 #[component(enum)]
 #[repr(u8)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolErrorKind {
+    /// The tool ran out of time.
     #[component(name = "timeout")]
     Timeout,
+    /// There is no such tool.
     #[component(name = "not-found")]
     NotFound,
+    /// The arguments were not valid for the tool.
     #[component(name = "invalid-args")]
     InvalidArgs,
+    /// The tool failed while running.
     #[component(name = "execution")]
     Execution,
+    /// Any other failure.
     #[component(name = "other")]
     Other,
 }
 
+/// How a tool failed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
 #[component(record)]
 pub struct ToolError {
+    /// The kind of failure.
     pub kind: ToolErrorKind,
+    /// What went wrong.
     pub message: String,
 }
 
@@ -197,93 +238,119 @@ pub struct ToolError {
 #[component(variant)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolOutcome {
+    /// The tool ran and succeeded.
     #[default]
     #[component(name = "success")]
     Success,
+    /// The tool ran and failed.
     #[component(name = "error")]
     Error(ToolError),
+    /// The tool was not run, for this reason.
     #[component(name = "skipped")]
     Skipped(String),
+    /// A hook refused the call, for this reason.
     #[component(name = "denied")]
     Denied(String),
 }
 
+/// Before each model call: the request about to be sent.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct CompletionCall {
+    /// The run's prompt.
     pub prompt: String,
+    /// The messages to be sent this turn.
     #[serde(default)]
     pub history: Vec<Message>,
+    /// 1-based index of the model call about to be made.
     #[serde(default)]
     pub turn: u32,
 }
 
+/// After each model call: what the model answered.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct CompletionResponse {
+    /// The run's prompt.
     #[serde(default)]
     pub prompt: String,
+    /// What the model answered.
     pub response: ModelResponse,
 }
 
+/// After each model call: the turn's answer text and usage.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ModelTurnFinished {
+    /// 1-based index of the model call that finished.
     #[serde(default)]
     pub turn: u32,
+    /// The answer text of the turn.
     pub content: String,
+    /// Token usage of the turn, when the provider reports it.
     #[serde(default)]
     pub usage: Option<Usage>,
 }
 
+/// The model called a tool that is unknown or not allowed this turn.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct InvalidToolCall {
+    /// The tool name the model used.
     #[component(name = "tool-name")]
     pub tool_name: String,
+    /// The model's id for the call, if it gave one.
     #[component(name = "tool-call-id")]
     #[serde(default)]
     pub tool_call_id: Option<String>,
+    /// The host's id for the call, if it assigned one.
     #[component(name = "internal-call-id")]
     #[serde(default)]
     pub internal_call_id: Option<String>,
     /// JSON text, when the model emitted arguments.
     #[serde(default, with = "json_text::option")]
     pub args: Option<String>,
+    /// Every tool the agent has.
     #[component(name = "available-tools")]
     #[serde(default)]
     pub available_tools: Vec<String>,
+    /// The tools allowed this turn.
     #[component(name = "allowed-tools")]
     #[serde(default)]
     pub allowed_tools: Vec<String>,
+    /// The tool choice in force this turn.
     #[component(name = "tool-choice")]
     #[serde(default)]
     pub tool_choice: Option<ToolChoice>,
 }
 
+/// The model called a tool; asked before the tool runs.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
+    /// The tool to run.
     #[component(name = "tool-name")]
     pub tool_name: String,
+    /// The model's id for the call, if it gave one.
     #[component(name = "tool-call-id")]
     #[serde(default)]
     pub tool_call_id: Option<String>,
+    /// The host's id for the call.
     #[component(name = "internal-call-id")]
     #[serde(default)]
     pub internal_call_id: String,
@@ -292,17 +359,21 @@ pub struct ToolCall {
     pub args: String,
 }
 
+/// A tool's result, before the model sees it.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ToolResult {
+    /// The tool that was called.
     #[component(name = "tool-name")]
     pub tool_name: String,
+    /// The model's id for the call, if it gave one.
     #[component(name = "tool-call-id")]
     #[serde(default)]
     pub tool_call_id: Option<String>,
+    /// The host's id for the call.
     #[component(name = "internal-call-id")]
     #[serde(default)]
     pub internal_call_id: String,
@@ -319,43 +390,54 @@ pub struct ToolResult {
     pub extensions: String,
 }
 
+/// A chunk of streamed answer text.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct TextDelta {
+    /// The new text.
     pub delta: String,
+    /// All the text streamed so far this turn, this delta included.
     #[serde(default)]
     pub aggregated: String,
 }
 
+/// A chunk of a streamed tool call.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCallDelta {
+    /// The model's id for the call.
     #[component(name = "tool-call-id")]
     #[serde(default)]
     pub tool_call_id: String,
+    /// The host's id for the call.
     #[component(name = "internal-call-id")]
     #[serde(default)]
     pub internal_call_id: String,
+    /// The tool's name, once the stream has given it.
     #[component(name = "tool-name")]
     #[serde(default)]
     pub tool_name: Option<String>,
+    /// The new piece of the arguments' JSON text.
     pub delta: String,
 }
 
+/// A streamed answer has finished.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,
 )]
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct StreamResponseFinish {
+    /// The run's prompt.
     #[serde(default)]
     pub prompt: String,
+    /// The complete answer.
     pub response: ModelResponse,
 }
 
@@ -367,22 +449,31 @@ pub struct StreamResponseFinish {
 #[component(variant)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum StepEvent {
+    /// Before each model call: the request about to be sent.
     #[component(name = "completion-call")]
     CompletionCall(CompletionCall),
+    /// After each model call: what the model answered.
     #[component(name = "completion-response")]
     CompletionResponse(CompletionResponse),
+    /// After each model call: the turn's answer text and usage.
     #[component(name = "model-turn-finished")]
     ModelTurnFinished(ModelTurnFinished),
+    /// The model called a tool that is unknown or not allowed this turn.
     #[component(name = "invalid-tool-call")]
     InvalidToolCall(InvalidToolCall),
+    /// The model called a tool; asked before the tool runs.
     #[component(name = "tool-call")]
     ToolCall(ToolCall),
+    /// A tool's result, before the model sees it.
     #[component(name = "tool-result")]
     ToolResult(ToolResult),
+    /// A chunk of streamed answer text.
     #[component(name = "text-delta")]
     TextDelta(TextDelta),
+    /// A chunk of a streamed tool call.
     #[component(name = "tool-call-delta")]
     ToolCallDelta(ToolCallDelta),
+    /// A streamed answer has finished.
     #[component(name = "stream-response-finish")]
     StreamResponseFinish(StreamResponseFinish),
 }

@@ -50,21 +50,27 @@ pub enum Flow {
 }
 
 impl Flow {
+    /// [`Flow::Terminate`] with this reason.
     pub fn terminate(reason: impl Into<String>) -> Flow {
         Flow::Terminate(reason.into())
     }
+    /// [`Flow::Skip`] with this reason.
     pub fn skip(reason: impl Into<String>) -> Flow {
         Flow::Skip(reason.into())
     }
+    /// [`Flow::RewriteArgs`] with these arguments (JSON text).
     pub fn rewrite_args(args: impl Into<String>) -> Flow {
         Flow::RewriteArgs(args.into())
     }
+    /// [`Flow::RewriteResult`] with this result.
     pub fn rewrite_result(result: impl Into<String>) -> Flow {
         Flow::RewriteResult(result.into())
     }
+    /// [`Flow::Retry`] with this feedback.
     pub fn retry(feedback: impl Into<String>) -> Flow {
         Flow::Retry(feedback.into())
     }
+    /// [`Flow::Repair`] with this tool name.
     pub fn repair(tool_name: impl Into<String>) -> Flow {
         Flow::Repair(tool_name.into())
     }
@@ -84,6 +90,7 @@ impl Flow {
         }
     }
 
+    /// Whether this is [`Flow::Continue`].
     pub fn is_continue(&self) -> bool {
         matches!(self, Flow::Continue)
     }
@@ -107,7 +114,9 @@ impl Flow {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
 #[component(record)]
 pub struct Document {
+    /// Names the document.
     pub id: String,
+    /// The document's content.
     pub text: String,
 }
 
@@ -119,13 +128,17 @@ pub struct Document {
 #[component(record)]
 #[serde(deny_unknown_fields)]
 pub struct RequestPatch {
+    /// Replaces the preamble (the system prompt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preamble: Option<String>,
+    /// The sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,
+    /// The most tokens the model may generate.
     #[component(name = "max-tokens")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// Which tools the model may or must call.
     #[component(name = "tool-choice")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<ToolChoice>,
@@ -141,6 +154,7 @@ pub struct RequestPatch {
         with = "json_text::option"
     )]
     pub additional_params: Option<String>,
+    /// Context documents added to the request.
     #[component(name = "extra-context")]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra_context: Option<Vec<Document>>,

@@ -15,6 +15,7 @@ pub const WIT_VERSION: &str = "0.1.0";
 /// What `hookbox check` reports about a component.
 #[derive(Clone, Debug)]
 pub struct PluginInfo {
+    /// The component's size in bytes.
     pub size_bytes: usize,
     /// Import names, e.g. `hookbox:hook/config@0.1.0`, `log`, `wasi:cli/stdout@0.2.6`.
     pub imports: Vec<String>,

@@ -10,10 +10,12 @@ pub mod json_text {
     use serde::{Deserialize, Deserializer, Serializer};
     use serde_json::Value;
 
+    /// Writes the JSON text as a string.
     pub fn serialize<S: Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(text)
     }
 
+    /// Reads a string as is, and any other JSON value as compact text.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         Ok(match Value::deserialize(d)? {
             Value::String(text) => text,
@@ -21,6 +23,7 @@ pub mod json_text {
         })
     }
 
+    /// `{}`: the default for an absent field holding a JSON object.
     pub fn empty_object() -> String {
         "{}".to_owned()
     }
@@ -30,6 +33,7 @@ pub mod json_text {
         use serde::{Deserialize, Deserializer, Serializer};
         use serde_json::Value;
 
+        /// Writes the JSON text as a string, or `None` as null.
         pub fn serialize<S: Serializer>(text: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
             match text {
                 Some(text) => s.serialize_some(text),
@@ -37,6 +41,7 @@ pub mod json_text {
             }
         }
 
+        /// Reads null as `None`, a string as is, and any other value as compact text.
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
             Ok(match Option::<Value>::deserialize(d)? {
                 None | Some(Value::Null) => None,

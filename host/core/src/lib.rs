@@ -29,22 +29,29 @@
 //! typed mappings), `hookbox-serve` (the HTTP sidecar) and `hookbox-cli`
 //! (the `hookbox` binary).
 //!
-//! ```no_run
-//! use std::sync::Arc;
-//! use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall};
+//! A guard loaded from its component, asked about a tool call:
 //!
-//! # fn main() -> Result<(), hookbox::Error> {
+//! ```
+//! use std::sync::Arc;
+//! use hookbox::{Flow, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let deny_tools_wasm = std::path::Path::new(hookbox_tests::guests::DENY_TOOLS);
 //! let runtime = Runtime::new(RuntimeConfig::default())?;
-//! let guard = Plugin::from_file(&runtime, "deny_tools.wasm".as_ref(), PluginOptions::default())?;
+//! let guard = Plugin::from_file(&runtime, deny_tools_wasm, PluginOptions::default())?;
 //! let mut stack = HookStack::new();
 //! stack.push_plugin(Arc::new(guard));
 //!
+//! // One run per session: fresh guest instances, nothing shared with others.
 //! let mut run = stack.start_run("run-1");
-//! let event = StepEvent::ToolCall(ToolCall { tool_name: "shell".into(), args: r#"{"cmd":"ls"}"#.into(), ..Default::default() });
-//! match run.dispatch(&run.context(1), &event) {
-//!     Ok(decision) => println!("{:?} decided by {:?}", decision.flow, decision.plugin),
-//!     Err(failure) => eprintln!("run ended: {failure}"),
-//! }
+//! let call = StepEvent::ToolCall(ToolCall {
+//!     tool_name: "shell".into(),
+//!     args: r#"{"cmd":"rm -rf ~/"}"#.into(),
+//!     ..Default::default()
+//! });
+//! let decision = run.step(&call)?; // a misbehaving guard is an Err(FailClosed)
+//! assert!(matches!(decision.flow, Flow::Skip(_)));
+//! assert_eq!(decision.plugin.as_deref(), Some("deny-tools"));
 //! # Ok(()) }
 //! ```
 

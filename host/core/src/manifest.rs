@@ -33,6 +33,7 @@ use crate::limits::Limits;
 /// The manifest's file name inside a plugin directory.
 pub const MANIFEST: &str = "hookbox.toml";
 
+/// A parsed `hookbox.toml`.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -41,6 +42,7 @@ pub struct Manifest {
     pub plugins: Vec<PluginEntry>,
 }
 
+/// One `[[plugin]]` entry: a plugin file and its settings.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginEntry {
@@ -48,10 +50,13 @@ pub struct PluginEntry {
     pub file: String,
     /// Defaults to the file stem.
     pub name: Option<String>,
+    /// Whether a plugin that cannot load makes every run fail closed; default true.
     #[serde(default = "yes")]
     pub required: bool,
+    /// Handed to the guest's `config` import.
     #[serde(default)]
     pub config: BTreeMap<String, ConfigValue>,
+    /// Overrides of the default limits.
     #[serde(default)]
     pub limits: LimitsEntry,
 }
@@ -64,9 +69,13 @@ fn yes() -> bool {
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(untagged)]
 pub enum ConfigValue {
+    /// A string.
     Text(String),
+    /// An integer.
     Integer(i64),
+    /// A float.
     Float(f64),
+    /// A boolean.
     Bool(bool),
 }
 
@@ -85,12 +94,19 @@ impl std::fmt::Display for ConfigValue {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsEntry {
+    /// Wall-clock budget for one call into the guest, in milliseconds.
     pub deadline_ms: Option<u64>,
+    /// Linear memory across the guest's memories, in MiB.
     pub memory_mib: Option<u64>,
+    /// Elements across the guest's tables.
     pub table_elements: Option<u64>,
+    /// Text in one answer, in KiB.
     pub answer_kib: Option<u64>,
+    /// What a guest may log in one run, in KiB.
     pub log_kib_per_run: Option<u64>,
+    /// Longer log messages are truncated to this many bytes.
     pub log_message_bytes: Option<u64>,
+    /// Keys and values a guest may keep in its scratchpad, in KiB.
     pub scratchpad_kib: Option<u64>,
 }
 

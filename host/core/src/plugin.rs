@@ -219,6 +219,7 @@ impl Plugin {
         Ok(plugin)
     }
 
+    /// The plugin's name (its file stem, or the manifest's).
     pub fn name(&self) -> &str {
         &self.name
     }
@@ -232,10 +233,12 @@ impl Plugin {
         self.subscriptions
     }
 
+    /// The limits every call into it runs under.
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
 
+    /// What the component is: size, producers, imports, exports.
     pub fn info(&self) -> &PluginInfo {
         &self.info
     }

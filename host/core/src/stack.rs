@@ -35,6 +35,7 @@ use crate::rules::Composition;
 
 /// A hook written in Rust, running in the host. Shared by every run.
 pub trait Hook: Send + Sync {
+    /// The name diagnostics and decisions give it.
     fn name(&self) -> &str;
 
     /// The event kinds to dispatch to this hook; all by default.
@@ -42,6 +43,7 @@ pub trait Hook: Send + Sync {
         EventKinds::ALL
     }
 
+    /// Decides what to do at one step; checked against the event's rule like a guest's answer.
     fn on_event(&self, ctx: &HookContext, event: &StepEvent) -> Flow;
 }
 
@@ -127,16 +129,19 @@ pub struct HookStack {
 }
 
 impl HookStack {
+    /// An empty stack (continue on everything but invalid-tool-call).
     pub fn new() -> HookStack {
         HookStack::default()
     }
 
+    /// Adds a native Rust hook after the others.
     pub fn push_hook(&mut self, hook: impl Hook + 'static) -> &mut Self {
         self.subscriptions = self.subscriptions.union(hook.subscriptions());
         self.entries.push(Entry::Native(Arc::new(hook)));
         self
     }
 
+    /// Adds a WASM plugin after the others; each run gets its own instance.
     pub fn push_plugin(&mut self, plugin: Arc<Plugin>) -> &mut Self {
         self.subscriptions = self.subscriptions.union(plugin.subscriptions());
         self.entries.push(Entry::Plugin(plugin));
@@ -166,10 +171,12 @@ impl HookStack {
         self.subscriptions
     }
 
+    /// How many entries (hooks, plugins, nested stacks) it holds.
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    /// Whether it holds nothing.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -31,7 +31,9 @@ use crate::stack::HookStack;
 pub struct Snapshot {
     /// 1 for the first load, +1 per reload.
     pub generation: u64,
+    /// The stack new runs start on.
     pub stack: HookStack,
+    /// Each plugin of the directory and how it fared.
     pub plugins: Vec<PluginStatus>,
 }
 

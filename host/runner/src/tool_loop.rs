@@ -172,72 +172,13 @@ impl<'a> LoopState<'a> {
         });
 
         // 1. completion-call
-        let patch = if self.hooks.wants(EventKind::CompletionCall) {
-            let event = StepEvent::CompletionCall(CompletionCall {
-                prompt: self.prompt.clone(),
-                history: self
-                    .messages
-                    .iter()
-                    .map(ChatMessage::to_hook_message)
-                    .collect(),
-                turn,
-            });
-            match self
-                .hooks
-                .ask(self.hooks.context(turn, streaming), event)
-                .await?
-                .flow
-            {
-                Flow::PatchRequest(patch) => Some(patch),
-                _ => None,
-            }
-        } else {
-            None
-        };
+        let patch = self.completion_call(turn, streaming).await?;
         let request = self.request(patch, streaming)?;
         let offer = Offer::of(&request);
 
-        // 2. the model
+        // 2. the model; 3. its answer through the stack
         let answer = self.call_model(turn, request).await?;
-        if let Some(usage) = answer.usage {
-            self.usage.input_tokens += usage.input_tokens;
-            self.usage.output_tokens += usage.output_tokens;
-        }
-        let response = ModelResponse {
-            content: answer.content.clone(),
-            usage: answer.usage,
-        };
-        if streaming {
-            let event = StepEvent::StreamResponseFinish(StreamResponseFinish {
-                prompt: self.prompt.clone(),
-                response: response.clone(),
-            });
-            self.hooks
-                .ask(self.hooks.context(turn, true), event)
-                .await?;
-        }
-
-        // 3. completion-response, model-turn-finished
-        let event = StepEvent::CompletionResponse(CompletionResponse {
-            prompt: self.prompt.clone(),
-            response,
-        });
-        self.hooks
-            .ask(self.hooks.context(turn, streaming), event)
-            .await?;
-        self.events.emit(LoopEvent::LlmResponseReceived {
-            iteration: turn,
-            has_tool_calls: !answer.tool_calls.is_empty(),
-            text_length: answer.content.chars().count(),
-        });
-        let event = StepEvent::ModelTurnFinished(ModelTurnFinished {
-            turn,
-            content: answer.content.clone(),
-            usage: answer.usage,
-        });
-        self.hooks
-            .ask(self.hooks.context(turn, streaming), event)
-            .await?;
+        self.answered(turn, streaming, &answer).await?;
 
         // Only an answer every hook let through is the run's text.
         self.text = answer.content.clone();
@@ -272,15 +213,104 @@ impl<'a> LoopState<'a> {
         execute(self.setup, &self.events, &mut pending).await;
 
         // 6. tool-result, in order
+        self.deliver_results(turn, streaming, pending).await?;
+        Ok(false)
+    }
+
+    /// Step 1: the completion-call event; the merged patch for this turn.
+    async fn completion_call(
+        &mut self,
+        turn: u32,
+        streaming: bool,
+    ) -> Result<Option<RequestPatch>, RunStatus> {
+        if !self.hooks.wants(EventKind::CompletionCall) {
+            return Ok(None);
+        }
+        let event = StepEvent::CompletionCall(CompletionCall {
+            prompt: self.prompt.clone(),
+            history: self
+                .messages
+                .iter()
+                .map(ChatMessage::to_hook_message)
+                .collect(),
+            turn,
+        });
+        let decision = self
+            .hooks
+            .ask(self.hooks.context(turn, streaming), event)
+            .await?;
+        Ok(match decision.flow {
+            Flow::PatchRequest(patch) => Some(patch),
+            _ => None,
+        })
+    }
+
+    /// Step 3: the model's answer through the stack (stream-response-finish
+    /// when streaming, completion-response, model-turn-finished); counts its
+    /// usage.
+    async fn answered(
+        &mut self,
+        turn: u32,
+        streaming: bool,
+        answer: &ModelTurn,
+    ) -> Result<(), RunStatus> {
+        if let Some(usage) = answer.usage {
+            self.usage.input_tokens += usage.input_tokens;
+            self.usage.output_tokens += usage.output_tokens;
+        }
+        let response = ModelResponse {
+            content: answer.content.clone(),
+            usage: answer.usage,
+        };
+        if streaming {
+            let event = StepEvent::StreamResponseFinish(StreamResponseFinish {
+                prompt: self.prompt.clone(),
+                response: response.clone(),
+            });
+            self.hooks
+                .ask(self.hooks.context(turn, true), event)
+                .await?;
+        }
+        let event = StepEvent::CompletionResponse(CompletionResponse {
+            prompt: self.prompt.clone(),
+            response,
+        });
+        self.hooks
+            .ask(self.hooks.context(turn, streaming), event)
+            .await?;
+        self.events.emit(LoopEvent::LlmResponseReceived {
+            iteration: turn,
+            has_tool_calls: !answer.tool_calls.is_empty(),
+            text_length: answer.content.chars().count(),
+        });
+        let event = StepEvent::ModelTurnFinished(ModelTurnFinished {
+            turn,
+            content: answer.content.clone(),
+            usage: answer.usage,
+        });
+        self.hooks
+            .ask(self.hooks.context(turn, streaming), event)
+            .await?;
+        Ok(())
+    }
+
+    /// Step 6: every call's tool-result, in order; the model gets the
+    /// (possibly rewritten) results. Every call of the turn stays on the
+    /// record, also when a hook ends the run midway.
+    async fn deliver_results(
+        &mut self,
+        turn: u32,
+        streaming: bool,
+        pending: Vec<Pending>,
+    ) -> Result<(), RunStatus> {
         let mut pending = pending.into_iter();
         while let Some(mut call) = pending.next() {
-            let args = call.record.args.clone();
             let span = call.span.take();
             let event = StepEvent::ToolResult(ToolResult {
                 tool_name: call.record.tool_name.clone(),
                 tool_call_id: Some(call.record.call_id.clone()),
                 internal_call_id: call.internal_id.clone(),
-                args,
+                args: call.record.args.clone(),
                 result: call.record.result.clone(),
                 outcome: call.record.outcome.clone(),
                 extensions: call.extensions.to_string(),
@@ -292,8 +322,6 @@ impl<'a> LoopState<'a> {
             let decision = match decision {
                 Ok(decision) => decision,
                 Err(status) => {
-                    // Every call of the turn ran or was decided: all of them
-                    // stay on the record.
                     self.tool_calls.push(call.record);
                     self.tool_calls.extend(pending.map(|p| p.record));
                     return Err(status);
@@ -314,7 +342,7 @@ impl<'a> LoopState<'a> {
             ));
             self.tool_calls.push(call.record);
         }
-        Ok(false)
+        Ok(())
     }
 
     /// The request for this turn: the setup's baseline with `patch` on top.
@@ -474,7 +502,6 @@ impl<'a> LoopState<'a> {
         internal_id: &str,
         offer: &Offer,
     ) -> Result<Decided, RunStatus> {
-        let streaming = self.setup.config.stream;
         // Hooks, loop detection and the tool all see one reading of the
         // arguments: valid JSON is re-serialised (a duplicate key cannot
         // mean one thing to a guard and another to the tool).
@@ -490,27 +517,45 @@ impl<'a> LoopState<'a> {
             executed: false,
             duration: Duration::ZERO,
         };
-        let not_run = |record: ToolRecord, outcome: ToolOutcome, result: String| {
-            Decided::Call(Box::new(Pending {
-                record: ToolRecord {
-                    result,
-                    outcome,
-                    ..record
-                },
-                internal_id: internal_id.to_owned(),
-                run: false,
-                extensions: Value::Object(Default::default()),
-                span: None,
-            }))
+        let call = CallAt {
+            turn,
+            streaming: self.setup.config.stream,
+            call_id: &call.id,
+            internal_id,
         };
+        if let Some(decided) = self.validate(&call, &mut record, offer).await? {
+            return Ok(decided);
+        }
+        if let Some(decided) = self.tool_call(&call, &mut record).await? {
+            return Ok(decided);
+        }
+        if let Some(decided) = self.detect_loop(&call, &mut record)? {
+            return Ok(decided);
+        }
+        Ok(Decided::Call(Box::new(Pending {
+            record,
+            internal_id: internal_id.to_owned(),
+            run: true,
+            extensions: Value::Object(Default::default()),
+            span: None,
+        })))
+    }
 
-        // Invalid calls: unknown, or not allowed this turn.
+    /// An unknown tool, or one not allowed this turn, is an
+    /// invalid-tool-call: fail, retry, skip, or repair (the new name is
+    /// validated again, a few times at most). `None`: the call is valid.
+    async fn validate(
+        &mut self,
+        at: &CallAt<'_>,
+        record: &mut ToolRecord,
+        offer: &Offer,
+    ) -> Result<Option<Decided>, RunStatus> {
         let mut repairs = 0;
         loop {
             let name = &record.tool_name;
             let known = self.setup.tools.get(name).is_some();
             if known && offer.allowed.contains(name) {
-                break;
+                return Ok(None);
             }
             let reason = if known {
                 format!("tool `{name}` is not allowed this turn")
@@ -519,25 +564,24 @@ impl<'a> LoopState<'a> {
             };
             let event = StepEvent::InvalidToolCall(InvalidToolCall {
                 tool_name: name.clone(),
-                tool_call_id: Some(call.id.clone()),
-                internal_call_id: Some(internal_id.to_owned()),
-                args: is_json(&args).then(|| args.clone()),
+                tool_call_id: Some(at.call_id.to_owned()),
+                internal_call_id: Some(at.internal_id.to_owned()),
+                args: is_json(&record.args).then(|| record.args.clone()),
                 available_tools: self.setup.tools.names().map(str::to_owned).collect(),
                 allowed_tools: offer.allowed.clone(),
                 tool_choice: Some(offer.choice.clone()),
             });
             let decision = self
                 .hooks
-                .ask(self.hooks.context(turn, streaming), event)
+                .ask(self.hooks.context(at.turn, at.streaming), event)
                 .await?;
+            let plugin = decision.plugin.as_deref().map(str::to_owned);
             match decision.flow {
-                Flow::Retry(feedback) => return Ok(Decided::Retry(feedback)),
+                Flow::Retry(feedback) => return Ok(Some(Decided::Retry(feedback))),
                 Flow::Skip(reason) => {
-                    return Ok(self.streak_broken(not_run(
-                        record,
-                        ToolOutcome::Skipped(reason.clone()),
-                        reason,
-                    )));
+                    let skipped = ToolOutcome::Skipped(reason.clone());
+                    let decided = not_run(record.clone(), at.internal_id, skipped, reason);
+                    return Ok(Some(self.streak_broken(decided)));
                 }
                 Flow::Repair(new_name) if repairs < self.setup.config.max_repairs => {
                     repairs += 1;
@@ -548,30 +592,38 @@ impl<'a> LoopState<'a> {
                     return Err(RunStatus::InvalidToolCall {
                         tool_name: new_name,
                         reason: format!("{reason}; still invalid after {repairs} repairs"),
-                        plugin: decision.plugin.as_deref().map(str::to_owned),
+                        plugin,
                     });
                 }
                 // fail, and continue (which counts as fail)
                 _ => {
                     return Err(RunStatus::InvalidToolCall {
-                        tool_name: record.tool_name,
+                        tool_name: record.tool_name.clone(),
                         reason,
-                        plugin: decision.plugin.as_deref().map(str::to_owned),
+                        plugin,
                     });
                 }
             }
         }
+    }
 
-        // tool-call: a chain of rewrites, ended by skip or terminate.
+    /// The tool-call event: a chain of rewrites, ended by skip or
+    /// terminate. `None`: the call goes ahead (with the rewritten
+    /// arguments, if any).
+    async fn tool_call(
+        &mut self,
+        at: &CallAt<'_>,
+        record: &mut ToolRecord,
+    ) -> Result<Option<Decided>, RunStatus> {
         let event = StepEvent::ToolCall(ToolCall {
             tool_name: record.tool_name.clone(),
-            tool_call_id: Some(call.id.clone()),
-            internal_call_id: internal_id.to_owned(),
-            args,
+            tool_call_id: Some(at.call_id.to_owned()),
+            internal_call_id: at.internal_id.to_owned(),
+            args: record.args.clone(),
         });
         let decision = self
             .hooks
-            .ask(self.hooks.context(turn, streaming), event)
+            .ask(self.hooks.context(at.turn, at.streaming), event)
             .await?;
         match decision.flow {
             Flow::RewriteArgs(args) => record.args = args,
@@ -579,16 +631,23 @@ impl<'a> LoopState<'a> {
                 if let Some(rewritten) = decision.rewritten {
                     record.args = rewritten;
                 }
-                return Ok(self.streak_broken(not_run(
-                    record,
-                    ToolOutcome::Denied(reason.clone()),
-                    reason,
-                )));
+                let denied = ToolOutcome::Denied(reason.clone());
+                let decided = not_run(record.clone(), at.internal_id, denied, reason);
+                return Ok(Some(self.streak_broken(decided)));
             }
             _ => {}
         }
+        Ok(None)
+    }
 
-        // Loop detection, on what would run.
+    /// Loop detection, on what would run: the same tool with identical
+    /// arguments too many times in a row warns, stops the run, or is not
+    /// run and the model is told why. `None`: the call goes ahead.
+    fn detect_loop(
+        &mut self,
+        at: &CallAt<'_>,
+        record: &mut ToolRecord,
+    ) -> Result<Option<Decided>, RunStatus> {
         let key = (record.tool_name.clone(), record.args.clone());
         if self.last_call.as_ref() == Some(&key) {
             self.repeats += 1;
@@ -596,56 +655,68 @@ impl<'a> LoopState<'a> {
             self.last_call = Some(key);
             self.repeats = 1;
         }
-        if let Some(LoopDetection { threshold, action }) = self.setup.config.loop_detection
-            && threshold >= 2
-            && self.repeats >= threshold
-        {
-            let count = self.repeats;
-            tracing::warn!(
-                tool = %record.tool_name,
-                count,
-                action = action.name(),
-                "loop detected: identical tool calls in a row"
-            );
-            self.events.emit(LoopEvent::LoopDetected {
+        let Some(LoopDetection { threshold, action }) = self.setup.config.loop_detection else {
+            return Ok(None);
+        };
+        if threshold < 2 || self.repeats < threshold {
+            return Ok(None);
+        }
+        let count = self.repeats;
+        tracing::warn!(
+            tool = %record.tool_name,
+            count,
+            action = action.name(),
+            "loop detected: identical tool calls in a row"
+        );
+        self.events.emit(LoopEvent::LoopDetected {
+            tool_name: record.tool_name.clone(),
+            consecutive_count: count,
+            action,
+        });
+        match action {
+            LoopAction::Warn => Ok(None),
+            LoopAction::Stop => Err(RunStatus::LoopStopped {
                 tool_name: record.tool_name.clone(),
-                consecutive_count: count,
-                action,
-            });
-            match action {
-                LoopAction::Warn => {}
-                LoopAction::Stop => {
-                    return Err(RunStatus::LoopStopped {
-                        tool_name: record.tool_name,
-                        count,
-                    });
-                }
-                LoopAction::InjectWarning => {
-                    let warning = format!(
-                        "Not executed: you called `{}` with these same arguments {count} times in a row, and the result will not change. Do something else, or answer with what you have.",
-                        record.tool_name
-                    );
-                    return Ok(not_run(
-                        record,
-                        ToolOutcome::Skipped(warning.clone()),
-                        warning,
-                    ));
-                }
+                count,
+            }),
+            LoopAction::InjectWarning => {
+                let warning = format!(
+                    "Not executed: you called `{}` with these same arguments {count} times in a row, and the result will not change. Do something else, or answer with what you have.",
+                    record.tool_name
+                );
+                let skipped = ToolOutcome::Skipped(warning.clone());
+                Ok(Some(not_run(record.clone(), at.internal_id, skipped, warning)))
             }
         }
-
-        Ok(Decided::Call(Box::new(Pending {
-            record,
-            internal_id: internal_id.to_owned(),
-            run: true,
-            extensions: Value::Object(Default::default()),
-            span: None,
-        })))
     }
 }
 
 /// Valid JSON re-serialised (duplicate keys collapse to the last, as the
 /// tool will read them); anything else as it is.
+/// Where a tool call is decided: its turn and ids.
+struct CallAt<'a> {
+    turn: u32,
+    streaming: bool,
+    call_id: &'a str,
+    internal_id: &'a str,
+}
+
+/// A call that will not run: its record says why, and the model gets
+/// `result` in its place.
+fn not_run(record: ToolRecord, internal_id: &str, outcome: ToolOutcome, result: String) -> Decided {
+    Decided::Call(Box::new(Pending {
+        record: ToolRecord {
+            result,
+            outcome,
+            ..record
+        },
+        internal_id: internal_id.to_owned(),
+        run: false,
+        extensions: Value::Object(Default::default()),
+        span: None,
+    }))
+}
+
 fn canonical_json(text: &str) -> String {
     match serde_json::from_str::<Value>(text) {
         Ok(value) => value.to_string(),
