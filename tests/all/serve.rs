@@ -473,3 +473,44 @@ fn a_full_server_sheds_events_with_503_instead_of_queueing() {
     let (status, _) = f.event(&other, &tool_call("guard:flow:continue"));
     assert_eq!(status, 200, "the slot is free again");
 }
+
+#[test]
+fn a_fixed_stack_with_a_native_hook_is_served_like_a_directory() {
+    let mut stack = hookbox::HookStack::new();
+    stack.push_hook(hookbox::hook_fn("no-shell", |_, event| match event {
+        hookbox::StepEvent::ToolCall(call) if call.tool_name == "shell" => {
+            hookbox::Flow::skip("no shell here")
+        }
+        _ => hookbox::Flow::Continue,
+    }));
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = tokio
+        .block_on(Server::start(
+            StackSource::fixed(stack),
+            addr,
+            ServeConfig::default(),
+        ))
+        .unwrap();
+    let (status, created) = request(server.addr, "POST", "/runs", "");
+    assert_eq!(status, 201, "{created}");
+    let run: Value = serde_json::from_str(&created).unwrap();
+    let path = format!("/runs/{}/events", run["run_id"].as_str().unwrap());
+    let call = json!({"event": "tool-call", "tool_name": "shell", "args": {}}).to_string();
+    let (status, answer) = request(server.addr, "POST", &path, &call);
+    assert_eq!(status, 200);
+    let answer: Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        (&answer["flow"], &answer["reason"], &answer["plugin"]),
+        (&json!("skip"), &json!("no shell here"), &json!("no-shell"))
+    );
+    let (_, status_body) = request(server.addr, "GET", "/status", "");
+    assert_eq!(
+        serde_json::from_str::<Value>(&status_body).unwrap()["generation"],
+        1
+    );
+}

@@ -1,5 +1,5 @@
 //! WASM plugins: a [`Plugin`] is compiled, validated and pre-linked once; a
-//! [`PluginInstance`] is a fresh store and instance for one run.
+//! `PluginInstance` is a fresh store and instance for one run.
 //!
 //! Every call into a guest runs under the plugin's [`Limits`]: an epoch
 //! deadline, a resource limiter on memory and tables, and a cap on the bytes

@@ -24,6 +24,8 @@ pub struct Agent {
 }
 
 impl Agent {
+    /// An agent for `model`, with no tools, an empty stack and default
+    /// settings.
     pub fn new(model: Arc<dyn Model>) -> Agent {
         Agent {
             setup: Setup {
@@ -42,6 +44,7 @@ impl Agent {
         }
     }
 
+    /// The tools the model can call.
     pub fn tools(mut self, tools: ToolSet) -> Agent {
         self.setup.tools = tools;
         self
@@ -66,16 +69,19 @@ impl Agent {
         self
     }
 
+    /// The sampling temperature; unset, the model's default.
     pub fn temperature(mut self, temperature: f64) -> Agent {
         self.setup.temperature = Some(temperature);
         self
     }
 
+    /// Most tokens per answer; unset, the model's default.
     pub fn max_tokens(mut self, max_tokens: u32) -> Agent {
         self.setup.max_tokens = Some(max_tokens);
         self
     }
 
+    /// Whether and which tools the model must call (default: auto).
     pub fn tool_choice(mut self, tool_choice: ToolChoice) -> Agent {
         self.setup.tool_choice = tool_choice;
         self
@@ -90,6 +96,7 @@ impl Agent {
         self
     }
 
+    /// How the tool loop runs: limits, timeouts, loop detection, streaming.
     pub fn config(mut self, config: LoopConfig) -> Agent {
         self.setup.config = config;
         self

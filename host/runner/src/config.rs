@@ -8,7 +8,9 @@ use crate::events::LoopAction;
 /// in a row triggers `action`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoopDetection {
+    /// Identical calls in a row that count as a loop.
     pub threshold: u32,
+    /// What the runner does then.
     pub action: LoopAction,
 }
 
@@ -24,6 +26,7 @@ pub struct LoopConfig {
     pub timeout: Option<Duration>,
     /// One tool call, at most; past it the call's outcome is a timeout.
     pub tool_timeout: Duration,
+    /// Loop detection; `None` turns it off.
     pub loop_detection: Option<LoopDetection>,
     /// Ask the model to stream; hooks then see text and tool-call deltas.
     pub stream: bool,

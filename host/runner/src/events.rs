@@ -22,6 +22,7 @@ pub enum LoopAction {
 }
 
 impl LoopAction {
+    /// Its kebab-case name: `warn`, `stop` or `inject-warning`.
     pub fn name(self) -> &'static str {
         match self {
             LoopAction::Warn => "warn",
@@ -40,39 +41,58 @@ impl LoopAction {
 pub enum LoopEvent {
     /// A new iteration (model call) starts; 1-based.
     IterationStart {
+        /// The iteration number, from 1.
         iteration: u32,
+        /// Messages in the conversation so far (no system preamble).
         message_count: usize,
     },
     /// A tool is about to run, with the arguments it runs with.
     ToolExecutionStart {
+        /// The model's id for the call.
         call_id: String,
+        /// The tool about to run.
         tool_name: String,
+        /// The arguments, after any hook rewrite (a JSON string when they
+        /// are not valid JSON).
         arguments: serde_json::Value,
     },
     /// A tool finished: what it returned (before any hook rewrote it).
     ToolExecutionEnd {
+        /// The model's id for the call.
         call_id: String,
+        /// The tool that ran.
         tool_name: String,
+        /// The text the tool returned.
         result: String,
+        /// What really happened, e.g. an error or a timeout.
         outcome: ToolOutcome,
+        /// How long the tool ran (JSON: milliseconds).
         #[serde(with = "millis")]
         duration: Duration,
     },
     /// The model answered.
     LlmResponseReceived {
+        /// The iteration number, from 1.
         iteration: u32,
+        /// Whether the answer calls tools.
         has_tool_calls: bool,
+        /// Length of the answer's text, in characters.
         text_length: usize,
     },
     /// The same tool with identical arguments, `consecutive_count` times.
     LoopDetected {
+        /// The tool called again and again.
         tool_name: String,
+        /// Identical calls in a row so far.
         consecutive_count: u32,
+        /// What the runner does about it.
         action: LoopAction,
     },
     /// The stack answered something other than continue.
     HookDecision {
+        /// The event the stack was asked about.
         event: EventKind,
+        /// The flow's kebab-case name: `skip`, `rewrite-args`, `terminate` ...
         flow: String,
         /// The deciding plugin; none for an event's default (an invalid
         /// tool call nobody handled fails).

@@ -15,7 +15,9 @@ use hookbox::{Message, Role, ToolChoice, Usage};
 /// calls that asked for them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatMessage {
+    /// Who speaks: system, user, assistant or tool.
     pub role: Role,
+    /// The text (for a tool message, the result the model sees).
     pub content: String,
     /// Assistant messages: the tool calls the model made.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -26,6 +28,7 @@ pub struct ChatMessage {
 }
 
 impl ChatMessage {
+    /// A message with `role` and `content`, and no tool calls.
     pub fn new(role: Role, content: impl Into<String>) -> ChatMessage {
         ChatMessage {
             role,
@@ -35,14 +38,17 @@ impl ChatMessage {
         }
     }
 
+    /// A system message.
     pub fn system(content: impl Into<String>) -> ChatMessage {
         ChatMessage::new(Role::System, content)
     }
 
+    /// A user message.
     pub fn user(content: impl Into<String>) -> ChatMessage {
         ChatMessage::new(Role::User, content)
     }
 
+    /// A tool message: the result of the call `call_id`.
     pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> ChatMessage {
         ChatMessage {
             tool_call_id: Some(call_id.into()),
@@ -70,6 +76,7 @@ impl From<&Message> for ChatMessage {
 pub struct ToolCallRequest {
     /// The model's id for the call (the wire format's `tool_call_id`).
     pub id: String,
+    /// The tool the model named.
     pub name: String,
     /// JSON text, as the model emitted it (it may not be valid JSON).
     pub arguments: String,
@@ -78,7 +85,9 @@ pub struct ToolCallRequest {
 /// A tool as advertised to the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls it by.
     pub name: String,
+    /// What the tool does, for the model.
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: serde_json::Value,
@@ -93,8 +102,11 @@ pub struct ModelRequest {
     pub messages: Vec<ChatMessage>,
     /// The tools advertised this turn.
     pub tools: Vec<ToolSpec>,
+    /// Whether and which tools the model must call.
     pub tool_choice: ToolChoice,
+    /// The sampling temperature; `None` leaves it to the model.
     pub temperature: Option<f64>,
+    /// Most tokens in the answer; `None` leaves it to the model.
     pub max_tokens: Option<u32>,
     /// Extra top-level request fields (a JSON object), e.g. `{"seed": 7}`.
     pub additional_params: serde_json::Map<String, serde_json::Value>,
@@ -105,10 +117,13 @@ pub struct ModelRequest {
 /// A whole model turn.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelTurn {
+    /// The answer's text (may be empty when it calls tools).
     #[serde(default)]
     pub content: String,
+    /// The tool calls the model made, in order.
     #[serde(default)]
     pub tool_calls: Vec<ToolCallRequest>,
+    /// Tokens used, when the model reports them.
     #[serde(default)]
     pub usage: Option<Usage>,
     /// Why the model stopped (`stop`, `tool_calls`, `length` ...).
@@ -124,9 +139,13 @@ pub enum ModelChunk {
     /// A streamed piece of a tool call: `index` tells the calls apart; the id
     /// and name come with the first piece, the arguments in any number.
     ToolCall {
+        /// Which call of the turn this piece belongs to.
         index: usize,
+        /// The call's id, when this piece carries it.
         id: Option<String>,
+        /// The tool's name, when this piece carries it.
         name: Option<String>,
+        /// A piece of the arguments' JSON text.
         arguments: String,
     },
     /// The whole turn; always the last chunk.

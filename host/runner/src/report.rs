@@ -14,20 +14,31 @@ pub enum RunStatus {
     Finished,
     /// A hook answered terminate.
     Terminated {
+        /// Why, as the hook said.
         reason: String,
+        /// The plugin that terminated the run, when known.
         plugin: Option<String>,
+        /// The event it answered.
         event: EventKind,
     },
     /// A hook misbehaved; the diagnostic names it and the cause.
     FailedClosed(FailClosed),
     /// An invalid tool call that no hook retried, repaired or skipped.
     InvalidToolCall {
+        /// The invalid tool name (the last repair's, if any).
         tool_name: String,
+        /// Why the call is invalid.
         reason: String,
+        /// The deciding plugin; `None` when no hook handled the call.
         plugin: Option<String>,
     },
-    /// Loop detection with [`LoopAction::Stop`].
-    LoopStopped { tool_name: String, count: u32 },
+    /// Loop detection with [`LoopAction::Stop`](crate::LoopAction::Stop).
+    LoopStopped {
+        /// The tool called again and again.
+        tool_name: String,
+        /// Identical calls in a row.
+        count: u32,
+    },
     /// The model was still calling tools after this many iterations.
     MaxIterations(u32),
     /// The run went past its timeout.
@@ -82,6 +93,7 @@ impl std::fmt::Display for RunStatus {
 /// What happened to one tool call.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ToolRecord {
+    /// The model's id for the call.
     pub call_id: String,
     /// The name the model used.
     pub emitted_name: String,
@@ -97,19 +109,25 @@ pub struct ToolRecord {
     pub outcome: ToolOutcome,
     /// Whether the tool ran.
     pub executed: bool,
+    /// How long the tool ran; zero when it did not run.
     pub duration: Duration,
 }
 
 /// The end of a run: how it ended and everything it produced.
 #[derive(Clone, Debug)]
 pub struct RunReport {
+    /// The run's id (`run-<pid>-<n>`), as hooks see it.
     pub run_id: String,
+    /// How the run ended.
     pub status: RunStatus,
     /// The model's last text.
     pub text: String,
     /// The conversation, as the model will see it next (no system preamble).
     pub messages: Vec<ChatMessage>,
+    /// Iterations (model calls) the run started.
     pub iterations: u32,
+    /// Tokens used, summed over the model's answers.
     pub usage: Usage,
+    /// Each tool call that reached its tool-result step, in order.
     pub tool_calls: Vec<ToolRecord>,
 }

@@ -685,14 +685,17 @@ impl<'a> LoopState<'a> {
                     record.tool_name
                 );
                 let skipped = ToolOutcome::Skipped(warning.clone());
-                Ok(Some(not_run(record.clone(), at.internal_id, skipped, warning)))
+                Ok(Some(not_run(
+                    record.clone(),
+                    at.internal_id,
+                    skipped,
+                    warning,
+                )))
             }
         }
     }
 }
 
-/// Valid JSON re-serialised (duplicate keys collapse to the last, as the
-/// tool will read them); anything else as it is.
 /// Where a tool call is decided: its turn and ids.
 struct CallAt<'a> {
     turn: u32,
@@ -717,6 +720,8 @@ fn not_run(record: ToolRecord, internal_id: &str, outcome: ToolOutcome, result: 
     }))
 }
 
+/// Valid JSON re-serialised (duplicate keys collapse to the last, as the
+/// tool will read them); anything else as it is.
 fn canonical_json(text: &str) -> String {
     match serde_json::from_str::<Value>(text) {
         Ok(value) => value.to_string(),

@@ -31,6 +31,7 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// A success: the model sees `result`.
     pub fn success(result: impl Into<String>) -> ToolOutput {
         ToolOutput {
             result: result.into(),
@@ -49,6 +50,7 @@ impl ToolOutput {
         }
     }
 
+    /// The same output with `extensions` (a JSON object) attached.
     pub fn with_extensions(mut self, extensions: Value) -> ToolOutput {
         self.extensions = extensions;
         self
@@ -71,6 +73,7 @@ pub struct ToolSet {
 }
 
 impl ToolSet {
+    /// An empty set.
     pub fn new() -> ToolSet {
         ToolSet::default()
     }
@@ -88,6 +91,7 @@ impl ToolSet {
         Ok(self)
     }
 
+    /// The tool called `name`, if there is one.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
         self.tools.get(name)
     }
@@ -97,6 +101,7 @@ impl ToolSet {
         self.tools.keys().map(String::as_str)
     }
 
+    /// The tools' specs, sorted by name.
     pub fn specs(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.values().map(|tool| tool.spec())
     }

@@ -26,6 +26,7 @@ pub struct ShellTool {
 }
 
 impl ShellTool {
+    /// A shell running in `workspace`; a command is killed after `timeout`.
     pub fn new(workspace: &Workspace, timeout: Duration) -> ShellTool {
         ShellTool {
             workspace: workspace.clone(),

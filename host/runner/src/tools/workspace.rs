@@ -42,6 +42,7 @@ impl Workspace {
         Ok(Workspace { root: canonical })
     }
 
+    /// The workspace directory, canonicalized.
     pub fn root(&self) -> &Path {
         &self.root
     }
