@@ -46,6 +46,7 @@ pub use bindings::hookbox::hook::types::{
 };
 
 mod glob;
+pub mod json;
 pub use glob::glob_match;
 
 /// A hook. Implement `on_event`; list the kinds you handle in

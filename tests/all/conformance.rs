@@ -220,7 +220,7 @@ fn run_fixture(path: &Path, log: &GuestLog) -> Vec<String> {
             for (s, step) in steps.iter().enumerate() {
                 let answer = answer_json(run.dispatch(&ctx, &step.event));
                 let logged = log.take();
-                let kept = match run.scratchpads().pop() {
+                let kept = match run.scratchpads().pop_first() {
                     Some((_, entries)) => serde_json::json!(entries),
                     None => serde_json::json!({}),
                 };

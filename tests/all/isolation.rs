@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use hookbox::{Flow, HookStack};
+use hookbox::{Cause, Flow, HookStack};
 
 use super::support::*;
 
@@ -52,18 +52,61 @@ fn a_runs_scratchpads_are_listed_in_stack_order_nested_stacks_included() {
     dispatch(&mut run, &tool_call("a:count", "{}")).unwrap();
     dispatch(&mut run, &tool_call("a:count", "{}")).unwrap();
     dispatch(&mut run, &tool_call("b:count", "{}")).unwrap();
-    let count = |n: &str| {
-        let entries = BTreeMap::from([("count".to_owned(), n.to_owned())]);
-        ("puppet".to_owned(), entries)
+    let count = |n: &str| BTreeMap::from([("count".to_owned(), n.to_owned())]);
+    let listed = |a: &str, b: &str| {
+        BTreeMap::from([
+            ("puppet".to_owned(), count(a)),
+            ("puppet#2".to_owned(), count(b)),
+        ])
     };
     // b's skip ends the chain: c has not been started.
-    assert_eq!(run.scratchpads(), [count("2"), count("1")]);
+    assert_eq!(run.scratchpads(), listed("2", "1"));
     assert!(dispatch(&mut run, &tool_call("c:panic", "{}")).is_err());
     assert_eq!(
         run.scratchpads(),
-        [count("2"), count("1")],
+        listed("2", "1"),
         "an instance that failed is gone, and shows nothing"
     );
+}
+
+#[test]
+fn a_restored_scratchpad_is_what_the_plugin_finds_when_it_starts() {
+    let mut stack = stack(&[puppet("a")]);
+    stack.push_plugin(puppet("b"));
+    let count = |n: &str| BTreeMap::from([("count".to_owned(), n.to_owned())]);
+    let mut first = stack.start_run("first");
+    dispatch(&mut first, &tool_call("a:count", "{}")).unwrap();
+    let saved = first.scratchpads();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+
+    // A second run (a second process of the same session) carries on.
+    let mut second = stack.start_run("second");
+    second.restore_scratchpads(saved.clone());
+    assert_eq!(
+        second.scratchpads(),
+        saved,
+        "restored, before anything starts"
+    );
+    assert_eq!(
+        decided(dispatch(&mut second, &tool_call("a:count", "{}"))).flow,
+        Flow::skip("global=1 scratch=2"),
+        "the scratchpad carries over; the guest's globals do not"
+    );
+    assert_eq!(second.scratchpads()["puppet"], count("2"));
+    // Another session does not.
+    let mut other = stack.start_run("other");
+    dispatch(&mut other, &tool_call("a:count", "{}")).unwrap();
+    assert_eq!(other.scratchpads()["puppet"], count("1"));
+}
+
+#[test]
+fn a_restored_scratchpad_past_the_quota_fails_the_plugin_closed() {
+    let stack = stack(&[puppet("a")]);
+    let mut run = stack.start_run("r");
+    let huge = BTreeMap::from([("k".to_owned(), "x".repeat(2 << 20))]);
+    run.restore_scratchpads(BTreeMap::from([("puppet".to_owned(), huge)]));
+    let failure = dispatch(&mut run, &tool_call("a:count", "{}")).unwrap_err();
+    assert_eq!(failure.cause, Cause::Limit, "{failure}");
 }
 
 #[test]

@@ -79,13 +79,24 @@ impl Fixture {
 
 /// A plain HTTP/1.1 exchange: what an agent in any language does.
 fn request(addr: SocketAddr, method: &str, path: &str, body: &str) -> (u16, String) {
+    request_with(addr, method, path, None, body)
+}
+
+fn request_with(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+    body: &str,
+) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -331,8 +342,130 @@ fn claude_code_http_hooks_share_one_run_per_session() {
     let (_, blocked) = hook("s3", "guard:panic");
     assert_eq!(blocked["hookSpecificOutput"]["permissionDecision"], "deny");
     assert!(reason(&blocked).contains("failed closed"), "{blocked}");
-    let (status, _) = f.json("POST", "/claude-code/hook", "{oops");
-    assert_eq!(status, 400);
+    // Whatever reaches the hook is answered 200 with a block: Claude Code
+    // reads any other status as "carry on".
+    let (status, broken) = f.json("POST", "/claude-code/hook", "{oops");
+    assert_eq!(status, 200);
+    assert_eq!(broken["continue"], false, "{broken}");
+}
+
+#[test]
+fn claude_code_http_hook_failures_are_blocks_in_a_200() {
+    let config = ServeConfig {
+        max_body_bytes: 64 << 10,
+        ..ServeConfig::default()
+    };
+    let f = Fixture::new("serve-claude-code-failures", config);
+    let call = |command: &str| {
+        json!({
+            "session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": "t",
+        })
+        .to_string()
+    };
+    let denied = |reply: &Value| reply["hookSpecificOutput"]["permissionDecision"] == "deny";
+    let (status, big) = f.json("POST", "/claude-code/hook", &call(&"x".repeat(100 << 10)));
+    assert_eq!(status, 200);
+    assert!(denied(&big) && big["continue"] == false, "too large: {big}");
+    let (status, cut) = f.json(
+        "POST",
+        "/claude-code/hook",
+        r#"{"hook_event_name":"PreToolUse","tool_input":{"#,
+    );
+    assert_eq!(status, 200);
+    assert!(denied(&cut), "cut short: {cut}");
+    let (status, post) = f.json(
+        "POST",
+        "/claude-code/hook",
+        &json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "guard:panic",
+                "tool_input": {}, "tool_use_id": "t",
+                "tool_response": {"stdout": "DB_PASSWORD=hunter2", "stderr": "", "interrupted": false, "isImage": false}})
+        .to_string(),
+    );
+    assert_eq!(status, 200);
+    assert!(!post.to_string().contains("hunter2"), "withheld: {post}");
+    assert_eq!(post["continue"], false);
+}
+
+#[test]
+fn with_tokens_every_route_but_the_health_check_needs_one() {
+    let config = ServeConfig {
+        tokens: vec![
+            "alice-0123456789abcdef".into(),
+            "bob-0123456789abcdef".into(),
+        ],
+        ..ServeConfig::default()
+    };
+    let f = Fixture::new("serve-tokens", config);
+    let addr = f.server.addr;
+    let send = |method: &str, path: &str, token: Option<&str>, body: &str| {
+        request_with(addr, method, path, token, body)
+    };
+    assert_eq!(send("GET", "/healthz", None, "").0, 200);
+    for (method, path) in [
+        ("GET", "/status"),
+        ("GET", "/metrics"),
+        ("POST", "/runs"),
+        ("POST", "/runs/x/events"),
+        ("DELETE", "/runs/x"),
+    ] {
+        assert_eq!(send(method, path, None, "{}").0, 401, "{method} {path}");
+        assert_eq!(
+            send(method, path, Some("wrong-0123456789abcdef"), "{}").0,
+            401,
+            "{method} {path}"
+        );
+    }
+    // The hook route answers a block, never a status Claude Code ignores.
+    let hook = json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                      "tool_input": {"command": "ls"}, "tool_use_id": "t"})
+    .to_string();
+    let (status, body) = send("POST", "/claude-code/hook", None, &hook);
+    assert_eq!(status, 200);
+    let body: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        body["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{body}"
+    );
+
+    // Alice's run exists for Alice only; ids are not guessable.
+    let (status, created) = send("POST", "/runs", Some("alice-0123456789abcdef"), "");
+    assert_eq!(status, 201);
+    let id = serde_json::from_str::<Value>(&created).unwrap()["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(id.len(), "run-".len() + 32, "{id}: 128 random bits");
+    let event = json!({"event": "tool-call", "tool_name": "x", "args": {}}).to_string();
+    let path = format!("/runs/{id}/events");
+    assert_eq!(
+        send("POST", &path, Some("alice-0123456789abcdef"), &event).0,
+        200
+    );
+    assert_eq!(
+        send("POST", &path, Some("bob-0123456789abcdef"), &event).0,
+        404
+    );
+    assert_eq!(
+        send(
+            "DELETE",
+            &format!("/runs/{id}"),
+            Some("bob-0123456789abcdef"),
+            ""
+        )
+        .0,
+        404
+    );
+    assert_eq!(
+        send(
+            "POST",
+            "/runs/run-1-1/events",
+            Some("alice-0123456789abcdef"),
+            &event
+        )
+        .0,
+        404
+    );
 }
 
 /// A loopback load test: concurrent runs, each a realistic session through

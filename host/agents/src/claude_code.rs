@@ -1,22 +1,31 @@
-//! Claude Code's hooks: its hook input mapped to a hookbox event, and a
-//! stack's outcome worded as Claude Code's answer.
+//! Claude Code's hooks (command and HTTP): its hook input mapped to a
+//! hookbox event, and a stack's outcome worded as Claude Code's answer.
 //!
-//! | Claude Code event | hookbox event | answers |
-//! |---|---|---|
-//! | `PreToolUse` | `tool-call` (`tool_input` as the arguments, `tool_use_id` as the call id) | continue → exit 0, no output; skip → `permissionDecision: deny` with the reason; rewrite-args → `allow` with `updatedInput`; terminate → `continue: false` with the reason, and deny |
-//! | `PostToolUse` | `tool-result` (`tool_response` as the result) | continue → exit 0; rewrite-result → exit 2, the rewritten result on stderr (Claude Code cannot replace a tool's output); terminate → `continue: false` |
-//! | `UserPromptSubmit` | `completion-call` | continue → exit 0; a patch of only extra-context → `additionalContext`; any other patch → exit 2 (not expressible); terminate → `decision: block` |
+//! | Claude Code event | hookbox event | continue | what a guard can do, and how it is said |
+//! |---|---|---|---|
+//! | `PreToolUse` | `tool-call` (`tool_input` as the arguments, `tool_use_id` as the call id) | no opinion: Claude Code's permissions decide | skip → `permissionDecision: "deny"` with the reason (Claude reads it); rewrite-args → `"ask"` with `updatedInput` (the user sees the changed call; `"allow"` only with [`Options::rewrites_grant`]) and `additionalContext` telling Claude its arguments were changed; terminate → deny and `continue: false` |
+//! | `PermissionRequest` | `tool-call`, as above | no opinion: the dialog shows | skip → `decision.behavior: "deny"` with the message; rewrite-args → deny (a permission answer cannot change the input without granting the call); terminate → deny with `interrupt: true` and `continue: false` |
+//! | `PostToolUse` | `tool-result` (`tool_response` as the result: a string as itself, an object as its JSON text) | no opinion | rewrite-result → `updatedToolOutput` in the tool's own shape (the rewritten JSON must keep the structure; otherwise the output is withheld and the reason given with `decision: "block"`); terminate → output withheld and `continue: false` |
+//! | `PostToolUseFailure` | `tool-result` with an `error` outcome (`error` as the result) | no opinion | rewrite-result → `continue: false` (Claude Code cannot replace an error message); terminate → `continue: false` |
+//! | `UserPromptSubmit` | `completion-call` | no opinion | a patch of only extra-context → `additionalContext`; any other patch, terminate → `decision: "block"` (the prompt is erased) |
+//! | any other | — | no opinion: exit 0, a note on stderr | — |
 //!
-//! Whatever cannot be expressed, a fail-closed stack, a malformed input or
-//! an event it does not handle blocks: exit 2, the diagnostic on stderr.
-//! Never allow by default. Over HTTP (no exit code), [`http_reply`] words a
-//! block as the event's own refusal.
+//! Every failure on a mapped event (a stack that failed closed, an input
+//! that cannot be read or is too large, an answer the protocol cannot
+//! express, a state that cannot be kept) is that event's own block, as its
+//! terminate is, with the diagnostic. Every answer is JSON on stdout with
+//! exit 0, so the same answer is an HTTP hook's 2xx body: for HTTP hooks
+//! Claude Code treats any other status, and non-JSON, as "carry on".
 
-use std::fmt;
-
-use hookbox::{CompletionCall, Flow, Outcome, RequestPatch, StepEvent, ToolCall, ToolResult};
+use hookbox::{
+    CompletionCall, Flow, Outcome, RequestPatch, StepEvent, ToolCall, ToolError, ToolErrorKind,
+    ToolOutcome, ToolResult,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::shape::{peek_string_field, reshape, result_text, withhold};
+use crate::{Options, Protocol, Reply, Session};
 
 /// A Claude Code hook event name (`hook_event_name`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -25,11 +34,15 @@ use serde_json::{Value, json};
 pub enum Event {
     /// Before a tool runs: may deny, ask, allow, or change its input.
     PreToolUse,
+    /// A permission dialog is about to show: may allow or deny.
+    PermissionRequest,
     /// After a tool ran successfully.
     PostToolUse,
+    /// After a tool failed.
+    PostToolUseFailure,
     /// Before the user's prompt reaches the model.
     UserPromptSubmit,
-    /// Any other event, by its name.
+    /// Any other event, by its name: hookbox has no opinion on it.
     Other(String),
 }
 
@@ -37,7 +50,9 @@ impl From<String> for Event {
     fn from(name: String) -> Event {
         match name.as_str() {
             "PreToolUse" => Event::PreToolUse,
+            "PermissionRequest" => Event::PermissionRequest,
             "PostToolUse" => Event::PostToolUse,
+            "PostToolUseFailure" => Event::PostToolUseFailure,
             "UserPromptSubmit" => Event::UserPromptSubmit,
             _ => Event::Other(name),
         }
@@ -49,15 +64,17 @@ impl Event {
     pub fn name(&self) -> &str {
         match self {
             Event::PreToolUse => "PreToolUse",
+            Event::PermissionRequest => "PermissionRequest",
             Event::PostToolUse => "PostToolUse",
+            Event::PostToolUseFailure => "PostToolUseFailure",
             Event::UserPromptSubmit => "UserPromptSubmit",
             Event::Other(name) => name,
         }
     }
 }
 
-impl fmt::Display for Event {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl std::fmt::Display for Event {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
 }
@@ -73,6 +90,9 @@ pub struct HookInput {
     /// The Claude Code session.
     #[serde(default)]
     pub session_id: Option<String>,
+    /// Inside a subagent: its id.
+    #[serde(default)]
+    pub agent_id: Option<String>,
     /// Tool events: the tool (`mcp__<server>__<tool>` for MCP tools).
     #[serde(default)]
     pub tool_name: Option<String>,
@@ -82,121 +102,222 @@ pub struct HookInput {
     /// Tool events: the call's id.
     #[serde(default)]
     pub tool_use_id: Option<String>,
-    /// `PostToolUse`: the tool's output.
+    /// `PostToolUse`: the tool's output, in its own shape.
     #[serde(default)]
     pub tool_response: Option<Value>,
+    /// `PostToolUseFailure`: what went wrong.
+    #[serde(default)]
+    pub error: Option<Value>,
+    /// `PostToolUseFailure`: whether the user interrupted the tool.
+    #[serde(default)]
+    pub is_interrupt: Option<bool>,
     /// `UserPromptSubmit`: the prompt.
     #[serde(default)]
     pub prompt: Option<String>,
 }
 
-impl HookInput {
-    /// Parses a hook input.
-    ///
-    /// # Errors
-    /// A message for Claude Code when the input is not JSON or has no
-    /// `hook_event_name`.
-    pub fn parse(input: &[u8]) -> Result<HookInput, String> {
+/// Claude Code's hook protocol.
+pub struct ClaudeCode;
+
+impl Protocol for ClaudeCode {
+    const NAME: &'static str = "claude-code";
+    type Input = HookInput;
+
+    fn parse(input: &[u8]) -> Result<HookInput, Reply> {
         let value: Value = serde_json::from_slice(input)
-            .map_err(|e| format!("hookbox: the hook input is not JSON: {e}"))?;
-        if !value.get("hook_event_name").is_some_and(Value::is_string) {
-            return Err("hookbox: the input has no hook_event_name".into());
-        }
-        serde_json::from_value(value)
-            .map_err(|e| format!("hookbox: the hook input is not a Claude Code hook input: {e}"))
+            .map_err(|e| unreadable(input, &format!("the hook input is not JSON: {e}")))?;
+        serde_json::from_value(value).map_err(|e| {
+            unreadable(
+                input,
+                &format!("the hook input is not a Claude Code hook input: {e}"),
+            )
+        })
     }
-}
 
-/// What to tell Claude Code.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Answer {
-    /// Exit 0, and this JSON on stdout when there is one.
-    Reply(Option<Value>),
-    /// Exit 2: Claude Code blocks and shows this to Claude.
-    Block(String),
-}
+    fn too_large(prefix: &[u8], limit: usize) -> Reply {
+        unreadable(
+            prefix,
+            &format!("the hook input is larger than {limit} bytes, the most hookbox reads"),
+        )
+    }
 
-/// The hookbox event for a hook input.
-///
-/// # Errors
-/// A message for Claude Code when the event is not one hookbox maps, or
-/// lacks a field its mapping needs.
-pub fn to_event(input: &HookInput) -> Result<StepEvent, String> {
-    let name = &input.hook_event_name;
-    let tool_name = || {
-        input
-            .tool_name
-            .clone()
-            .ok_or_else(|| format!("hookbox: {name} input without a tool_name"))
-    };
-    let id = input.tool_use_id.clone();
-    let args = match &input.tool_input {
-        None | Some(Value::Null) => "{}".to_owned(),
-        Some(input) => input.to_string(),
-    };
-    Ok(match name {
-        Event::PreToolUse => StepEvent::ToolCall(ToolCall {
-            tool_name: tool_name()?,
-            internal_call_id: id.clone().unwrap_or_default(),
-            tool_call_id: id,
-            args,
-        }),
-        Event::PostToolUse => StepEvent::ToolResult(ToolResult {
-            tool_name: tool_name()?,
-            internal_call_id: id.clone().unwrap_or_default(),
-            tool_call_id: id,
-            args,
-            result: match &input.tool_response {
-                Some(Value::String(text)) => text.clone(),
-                Some(other) => other.to_string(),
-                None => "null".into(),
-            },
-            extensions: "{}".into(),
-            ..Default::default()
-        }),
-        Event::UserPromptSubmit => StepEvent::CompletionCall(CompletionCall {
-            prompt: input
-                .prompt
+    fn session(input: &HookInput) -> Session {
+        Session {
+            id: input.session_id.clone(),
+            subagent: input.agent_id.clone(),
+        }
+    }
+
+    fn event(input: &HookInput) -> Result<Option<StepEvent>, String> {
+        let tool_name = || {
+            input
+                .tool_name
                 .clone()
-                .ok_or("hookbox: UserPromptSubmit input without a prompt")?,
-            history: Vec::new(),
-            turn: 1,
-        }),
-        Event::Other(other) => {
-            return Err(format!(
-                "hookbox: `{other}` is not handled (PreToolUse, PostToolUse, UserPromptSubmit are); remove this hook from that event"
-            ));
-        }
-    })
-}
-
-/// Words a stack's outcome for `event` as Claude Code's answer.
-pub fn answer(event: &Event, outcome: Outcome) -> Answer {
-    match outcome {
-        Err(failure) => Answer::Block(format!(
-            "hookbox: blocked, the guard failed closed: {failure}"
-        )),
-        Ok(decision) => reply(event, decision.flow, decision.plugin.as_deref()),
-    }
-}
-
-/// The answer for an HTTP hook, which cannot exit 2: a block becomes the
-/// event's own way of refusing.
-pub fn http_reply(event: &Event, answer: Answer) -> Value {
-    match answer {
-        Answer::Reply(Some(json)) => json,
-        Answer::Reply(None) => json!({}),
-        Answer::Block(reason) => match event {
-            Event::PreToolUse => deny(&reason),
-            Event::PostToolUse | Event::UserPromptSubmit => {
-                json!({"decision": "block", "reason": reason})
+                .ok_or_else(|| format!("{} input without a tool_name", input.hook_event_name))
+        };
+        let id = input.tool_use_id.clone();
+        let args = match &input.tool_input {
+            None | Some(Value::Null) => "{}".to_owned(),
+            Some(args) => args.to_string(),
+        };
+        let result = |text: String, outcome: ToolOutcome| -> Result<StepEvent, String> {
+            Ok(StepEvent::ToolResult(ToolResult {
+                tool_name: tool_name()?,
+                internal_call_id: id.clone().unwrap_or_default(),
+                tool_call_id: id.clone(),
+                args: args.clone(),
+                result: text,
+                outcome,
+                extensions: "{}".into(),
+            }))
+        };
+        Ok(Some(match &input.hook_event_name {
+            Event::PreToolUse | Event::PermissionRequest => StepEvent::ToolCall(ToolCall {
+                tool_name: tool_name()?,
+                internal_call_id: id.clone().unwrap_or_default(),
+                tool_call_id: id,
+                args,
+            }),
+            Event::PostToolUse => {
+                let output = input.tool_response.as_ref().unwrap_or(&Value::Null);
+                result(result_text(output), ToolOutcome::Success)?
             }
-            Event::Other(_) => json!({"continue": false, "stopReason": reason}),
-        },
+            Event::PostToolUseFailure => {
+                let message = input.error.as_ref().map(result_text).unwrap_or_default();
+                let kind = if input.is_interrupt == Some(true) {
+                    ToolErrorKind::Other
+                } else {
+                    ToolErrorKind::Execution
+                };
+                let outcome = ToolOutcome::Error(ToolError {
+                    kind,
+                    message: message.clone(),
+                });
+                result(message, outcome)?
+            }
+            Event::UserPromptSubmit => StepEvent::CompletionCall(CompletionCall {
+                prompt: input
+                    .prompt
+                    .clone()
+                    .ok_or("UserPromptSubmit input without a prompt")?,
+                history: Vec::new(),
+                turn: 0,
+            }),
+            Event::Other(_) => return Ok(None),
+        }))
+    }
+
+    fn neutral(input: &HookInput) -> Reply {
+        Reply::no_opinion().with_note(format!(
+            "hookbox: `{}` is not an event hookbox guards; no opinion",
+            input.hook_event_name
+        ))
+    }
+
+    fn answer(input: &HookInput, outcome: Outcome, options: &Options) -> Reply {
+        let decision = match outcome {
+            Ok(decision) => decision,
+            Err(failure) => {
+                return ClaudeCode::fail(
+                    input,
+                    &format!("hookbox: blocked, the guard failed closed: {failure}"),
+                );
+            }
+        };
+        let by = decision.plugin.as_deref().unwrap_or("hookbox");
+        let event = &input.hook_event_name;
+        match (event, decision.flow) {
+            (_, Flow::Continue) => Reply::no_opinion(),
+            (_, Flow::Terminate(reason)) => stop(input, &format!("{by}: {reason}")),
+            (Event::PreToolUse, Flow::Skip(reason)) => Reply::json(deny(&reason)),
+            (Event::PreToolUse, Flow::RewriteArgs(args)) => rewritten_call(&args, by, options),
+            (Event::PermissionRequest, Flow::Skip(reason)) => {
+                Reply::json(permission_deny(&reason, false))
+            }
+            (Event::PermissionRequest, Flow::RewriteArgs(args)) => Reply::json(permission_deny(
+                &format!(
+                    "hookbox: {by} would change this call's arguments to {args}; a permission answer cannot change them without granting the call, so it is denied. Call the tool again with those arguments."
+                ),
+                false,
+            )),
+            (Event::PostToolUse, Flow::RewriteResult(result)) => {
+                let output = input.tool_response.as_ref().unwrap_or(&Value::Null);
+                match reshape(output, &result) {
+                    Ok(updated) => Reply::json(updated_output(updated)),
+                    Err(why) => {
+                        let reason = format!(
+                            "hookbox: {by} rewrote this tool's output in a way that does not fit its shape ({why}); the output is withheld"
+                        );
+                        let mut reply = updated_output(withhold(output, &reason));
+                        reply["decision"] = "block".into();
+                        reply["reason"] = reason.into();
+                        Reply::json(reply)
+                    }
+                }
+            }
+            (Event::PostToolUseFailure, Flow::RewriteResult(_)) => stop(
+                input,
+                &format!(
+                    "hookbox: {by} rewrote this tool's error message, which Claude Code hooks cannot replace; stopped so the original is not acted on"
+                ),
+            ),
+            (Event::UserPromptSubmit, Flow::PatchRequest(patch)) => context_only(patch, by),
+            (_, flow) => ClaudeCode::fail(
+                input,
+                &format!(
+                    "hookbox: {by} answered `{}` to {event}, which Claude Code hooks cannot express; blocked",
+                    flow.name()
+                ),
+            ),
+        }
+    }
+
+    fn fail(input: &HookInput, reason: &str) -> Reply {
+        stop(input, reason)
     }
 }
 
-/// `PreToolUse`'s refusal.
+/// The block of `input`'s event, which also ends Claude's run: the event's
+/// own refusal, plus `continue: false` where the event cannot refuse.
+fn stop(input: &HookInput, reason: &str) -> Reply {
+    let mut answer = match &input.hook_event_name {
+        Event::PreToolUse => deny(reason),
+        Event::PermissionRequest => permission_deny(reason, true),
+        Event::PostToolUse => {
+            let output = input.tool_response.as_ref().unwrap_or(&Value::Null);
+            updated_output(withhold(output, reason))
+        }
+        Event::UserPromptSubmit => json!({"decision": "block", "reason": reason}),
+        Event::PostToolUseFailure | Event::Other(_) => json!({}),
+    };
+    if input.hook_event_name != Event::UserPromptSubmit {
+        answer["continue"] = false.into();
+        answer["stopReason"] = reason.into();
+    }
+    Reply::json(answer)
+}
+
+/// A block for an input that could not be read: the event's own, when the
+/// event can still be told; else `continue: false`, which every event obeys.
+fn unreadable(input: &[u8], reason: &str) -> Reply {
+    let reason = format!("hookbox: blocked: {reason}");
+    let event = peek_string_field(input, "hook_event_name").map(Event::from);
+    let input = HookInput {
+        hook_event_name: event.unwrap_or(Event::Other(String::new())),
+        session_id: None,
+        agent_id: None,
+        tool_name: None,
+        tool_input: None,
+        tool_use_id: None,
+        tool_response: None,
+        error: None,
+        is_interrupt: None,
+        prompt: None,
+    };
+    stop(&input, &reason)
+}
+
+/// `PreToolUse`'s refusal: the call does not run, Claude reads the reason.
 fn deny(reason: &str) -> Value {
     json!({
         "hookSpecificOutput": {
@@ -207,54 +328,58 @@ fn deny(reason: &str) -> Value {
     })
 }
 
-fn reply(event: &Event, flow: Flow, plugin: Option<&str>) -> Answer {
-    let by = plugin.unwrap_or("hookbox");
-    match (event, flow) {
-        (_, Flow::Continue) => Answer::Reply(None),
-        (Event::PreToolUse, Flow::Skip(reason)) => Answer::Reply(Some(deny(&reason))),
-        (Event::PreToolUse, Flow::RewriteArgs(args)) => {
-            match serde_json::from_str::<Value>(&args) {
-                Ok(input) => Answer::Reply(Some(json!({
-                    "hookSpecificOutput": {
-                        "hookEventName": "PreToolUse",
-                        "permissionDecision": "allow",
-                        "permissionDecisionReason": format!("arguments rewritten by {by}"),
-                        "updatedInput": input,
-                    }
-                }))),
-                Err(e) => Answer::Block(format!(
-                    "hookbox: {by} rewrote the arguments into non-JSON: {e}"
-                )),
-            }
+/// `PermissionRequest`'s refusal.
+fn permission_deny(message: &str, interrupt: bool) -> Value {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": message, "interrupt": interrupt},
         }
-        (Event::PreToolUse, Flow::Terminate(reason)) => {
-            let mut answer = deny(&reason);
-            answer["continue"] = false.into();
-            answer["stopReason"] = reason.into();
-            Answer::Reply(Some(answer))
+    })
+}
+
+/// `PostToolUse`'s replacement of what Claude sees.
+fn updated_output(output: Value) -> Value {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": output,
         }
-        (Event::PostToolUse, Flow::RewriteResult(result)) => Answer::Block(format!(
-            "hookbox: {by} withheld this tool's output (Claude Code cannot replace it). Use this instead:\n{result}"
-        )),
-        (Event::PostToolUse, Flow::Terminate(reason)) => Answer::Reply(Some(json!({
-            "continue": false,
-            "stopReason": reason,
-        }))),
-        (Event::UserPromptSubmit, Flow::Terminate(reason)) => Answer::Reply(Some(json!({
-            "decision": "block",
-            "reason": reason,
-        }))),
-        (Event::UserPromptSubmit, Flow::PatchRequest(patch)) => context_only(patch, by),
-        (_, flow) => Answer::Block(format!(
-            "hookbox: {by} answered `{}` to {event}, which Claude Code hooks cannot express; blocked",
-            flow.name()
-        )),
-    }
+    })
+}
+
+/// A call whose arguments a guard changed: the user is asked about the
+/// changed call (unless rewrites are trusted to grant), Claude is told.
+fn rewritten_call(args: &str, by: &str, options: &Options) -> Reply {
+    let input = match serde_json::from_str::<Value>(args) {
+        Ok(input @ Value::Object(_)) => input,
+        _ => {
+            return Reply::json(deny(&format!(
+                "hookbox: {by} rewrote the arguments into something that is not a JSON object; blocked"
+            )));
+        }
+    };
+    let decision = if options.rewrites_grant {
+        "allow"
+    } else {
+        "ask"
+    };
+    Reply::json(json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": format!("hookbox: {by} changed this call's arguments"),
+            "updatedInput": input,
+            "additionalContext": format!(
+                "hookbox: {by} changed the arguments of this tool call before it ran; the tool was given {args}"
+            ),
+        }
+    }))
 }
 
 /// A patch Claude Code can express: extra context only, as
-/// `additionalContext`.
-fn context_only(patch: RequestPatch, by: &str) -> Answer {
+/// `additionalContext`; any other patch blocks the prompt.
+fn context_only(patch: RequestPatch, by: &str) -> Reply {
     let only_context = RequestPatch {
         extra_context: patch.extra_context.clone(),
         ..Default::default()
@@ -265,15 +390,16 @@ fn context_only(patch: RequestPatch, by: &str) -> Answer {
                 .iter()
                 .map(|d| format!("<document id=\"{}\">\n{}\n</document>", d.id, d.text))
                 .collect();
-            Answer::Reply(Some(json!({
+            Reply::json(json!({
                 "hookSpecificOutput": {
                     "hookEventName": "UserPromptSubmit",
                     "additionalContext": context.join("\n\n"),
                 }
-            })))
+            }))
         }
-        None => Answer::Block(format!(
-            "hookbox: {by} patched the request in a way Claude Code hooks cannot express (only extra-context can be added); blocked"
-        )),
+        None => Reply::json(json!({
+            "decision": "block",
+            "reason": format!("hookbox: {by} patched the request in a way Claude Code hooks cannot express (only extra-context can be added); blocked"),
+        })),
     }
 }

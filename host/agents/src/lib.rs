@@ -1,26 +1,126 @@
 //! Coding agents' hook protocols mapped to hookbox events and flows.
 //!
-//! Each protocol is a module of pure, typed functions: the agent's hook
-//! input (serde structs, an enum of event names) in, a hookbox
-//! [`StepEvent`](hookbox::StepEvent) out; a stack's [`Outcome`](hookbox::Outcome)
-//! in, the agent's answer out. No I/O: the `hookbox` command reads stdin and
-//! sets the exit code, `hookbox-serve` answers over HTTP, and a library user
-//! can call the same functions from their own process.
+//! Each protocol is a [`Protocol`]: pure, typed functions from the agent's
+//! hook input (serde structs, an enum of event names) to a hookbox
+//! [`StepEvent`], and from a stack's [`Outcome`] to the agent's [`Reply`].
+//! [`handle`] puts them together around a function that asks the stack;
+//! the `hookbox` command reads stdin and sets the exit code,
+//! `hookbox-serve` answers over HTTP, [`SessionStore`] keeps run state
+//! between the hook processes of one session.
+//!
+//! Every protocol keeps the rules of DESIGN.md §8: a failure on a step the
+//! agent lets a hook block is that step's own block, never an error the
+//! agent reads as "go ahead"; events hookbox does not map get no opinion;
+//! a rewritten result keeps the agent's shape or is withheld; a rewrite of
+//! arguments is not an approval.
 //!
 //! | module | agent |
 //! |---|---|
 //! | [`claude_code`] | Claude Code's command and HTTP hooks |
 //!
 //! ```
-//! use hookbox_agents::claude_code::{self, Event, HookInput};
+//! use hookbox_agents::{Options, Reply, claude_code::ClaudeCode, handle};
+//! use hookbox::{Decision, Flow};
 //!
-//! let input = HookInput::parse(br#"{
+//! let input = br#"{
 //!     "session_id": "s1", "hook_event_name": "PreToolUse",
-//!     "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t1"
-//! }"#).unwrap();
-//! assert_eq!(input.hook_event_name, Event::PreToolUse);
-//! let event = claude_code::to_event(&input).unwrap();
-//! assert_eq!(event.kind(), hookbox::EventKind::ToolCall);
+//!     "tool_name": "Bash", "tool_input": {"command": "rm -rf ~/"}, "tool_use_id": "t1"
+//! }"#;
+//! // A stand-in for a stack: deny every shell call.
+//! let reply: Reply = handle::<ClaudeCode>(input, &Options::default(), |_session, event| {
+//!     assert_eq!(event.kind(), hookbox::EventKind::ToolCall);
+//!     Ok(Ok(Decision::new(Flow::skip("no shell"))))
+//! });
+//! assert_eq!(reply.exit_code, 0);
+//! assert_eq!(reply.stdout.unwrap()["hookSpecificOutput"]["permissionDecision"], "deny");
 //! ```
 
 pub mod claude_code;
+mod reply;
+pub mod shape;
+mod store;
+
+use hookbox::{Outcome, StepEvent};
+
+pub use reply::Reply;
+pub use store::{SessionLock, SessionStore, StoreError};
+
+/// How the adapters answer where the operator has a choice.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// A guard's rewrite of a call's arguments also grants the call
+    /// (Claude Code: `"allow"` instead of `"ask"`). Off: the agent's own
+    /// permission system still decides, on the changed call.
+    pub rewrites_grant: bool,
+}
+
+/// Whose run a hook call belongs to: the agent's session, and inside it a
+/// subagent. Run state (the plugins' scratchpads) spans one of these.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Session {
+    /// The agent's session id, when the input has one.
+    pub id: Option<String>,
+    /// The subagent inside the session, when there is one.
+    pub subagent: Option<String>,
+}
+
+/// One agent's hook protocol: how its input maps to a hookbox event and how
+/// an outcome is said back. Pure: no I/O.
+pub trait Protocol {
+    /// The agent's name, as the `hookbox hook AGENT` command spells it.
+    const NAME: &'static str;
+    /// A parsed hook input.
+    type Input;
+
+    /// Parses a hook input.
+    ///
+    /// # Errors
+    /// The block to answer when the input cannot be read.
+    fn parse(input: &[u8]) -> Result<Self::Input, Reply>;
+
+    /// The block for an input past `limit` bytes (`prefix` is its start).
+    fn too_large(prefix: &[u8], limit: usize) -> Reply;
+
+    /// The session the call belongs to.
+    fn session(input: &Self::Input) -> Session;
+
+    /// The hookbox event for the input; `None` when hookbox has no opinion
+    /// on this event.
+    ///
+    /// # Errors
+    /// Why the input cannot be mapped (a field its event needs is missing).
+    fn event(input: &Self::Input) -> Result<Option<StepEvent>, String>;
+
+    /// The answer for an event hookbox does not map: no opinion.
+    fn neutral(input: &Self::Input) -> Reply;
+
+    /// The stack's outcome, said in the agent's terms.
+    fn answer(input: &Self::Input, outcome: Outcome, options: &Options) -> Reply;
+
+    /// The event's own block, for a failure outside the stack (the plugins
+    /// could not be loaded, the session's state could not be kept).
+    fn fail(input: &Self::Input, reason: &str) -> Reply;
+}
+
+/// The whole hook: input in, reply out. `decide` asks the stack about the
+/// mapped event for the session (its `Err` is a failure outside the stack:
+/// it blocks, as a failed-closed outcome does).
+pub fn handle<P: Protocol>(
+    input: &[u8],
+    options: &Options,
+    decide: impl FnOnce(&Session, &StepEvent) -> Result<Outcome, String>,
+) -> Reply {
+    let input = match P::parse(input) {
+        Ok(input) => input,
+        Err(reply) => return reply,
+    };
+    let event = match P::event(&input) {
+        Ok(Some(event)) => event,
+        Ok(None) => return P::neutral(&input),
+        Err(reason) => return P::fail(&input, &format!("hookbox: blocked: {reason}")),
+    };
+    match decide(&P::session(&input), &event) {
+        Ok(outcome) => P::answer(&input, outcome, options),
+        Err(reason) => P::fail(&input, &format!("hookbox: blocked: {reason}")),
+    }
+}

@@ -14,7 +14,7 @@
 //! stopped otherwise. `claude-code` exits as Claude Code expects (0, or 2 to
 //! block).
 
-mod claude_code;
+mod agent_hook;
 mod run;
 
 use std::collections::BTreeMap;
@@ -41,10 +41,31 @@ struct Cli {
     command: Command,
 }
 
+/// The agents `hookbox hook` speaks to.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Agent {
+    /// Claude Code (command hooks; HTTP hooks are `hookbox serve`'s).
+    ClaudeCode,
+}
+
+#[derive(clap::Args)]
+struct HookArgs {
+    /// The plugin directory.
+    #[arg(long = "plugins")]
+    dir: PathBuf,
+    /// Let a guard's rewrite of a call's arguments also grant the call.
+    /// Off: the agent's own permission system decides on the changed call.
+    #[arg(long)]
+    allow_rewrites: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Serve a plugin directory over HTTP/JSON: runs, events, status,
-    /// metrics (see the README's `hookbox serve`). Reloads on change.
+    /// metrics, Claude Code's HTTP hook (see the README's `hookbox serve`).
+    /// Reloads on change. Clients show a bearer token of
+    /// $HOOKBOX_SERVE_TOKENS (comma-separated, one per client); required
+    /// unless listening on loopback.
     Serve {
         /// The plugin directory.
         #[arg(long = "plugins")]
@@ -58,15 +79,25 @@ enum Command {
         /// Live runs at most.
         #[arg(long, default_value_t = 512)]
         max_runs: usize,
+        /// Let a guard's rewrite of a call's arguments also grant the call
+        /// (agents' HTTP hooks).
+        #[arg(long)]
+        allow_rewrites: bool,
     },
-    /// A Claude Code command hook: reads the hook's JSON on stdin
-    /// (PreToolUse, PostToolUse, UserPromptSubmit), asks the plugin
-    /// directory, answers in Claude Code's JSON; blocks (exit 2) on anything
-    /// it cannot express or a stack that failed closed.
+    /// A coding agent's command hook: reads the hook's JSON on stdin, asks
+    /// the plugin directory (run state spans the agent's session), answers
+    /// in the agent's own terms. Every failure on an event the agent lets a
+    /// hook block is that event's block; events not guarded get no opinion.
+    Hook {
+        /// The agent whose hook protocol to speak.
+        agent: Agent,
+        #[command(flatten)]
+        hook: HookArgs,
+    },
+    /// `hookbox hook claude-code`, by its older name.
     ClaudeCode {
-        /// The plugin directory.
-        #[arg(long = "plugins")]
-        dir: PathBuf,
+        #[command(flatten)]
+        hook: HookArgs,
     },
     /// Run an agent: a model and the workspace tools, guarded by plugins.
     /// Prints the loop's progress live and a summary. Exit status: 0 the
@@ -144,8 +175,8 @@ where
     // the log by default.
     let default_filter = match cli.command {
         Command::Run(_) => "warn,hookbox::guest=info,hookbox_runner=error",
-        // Claude Code shows a hook's stderr: keep it for the answer.
-        Command::ClaudeCode { .. } => "off",
+        // Agents show a hook's stderr: keep it for the answer.
+        Command::ClaudeCode { .. } | Command::Hook { .. } => "off",
         _ => "hookbox=info,hookbox_serve=info,warn",
     };
     // Already set when embedded in a program with its own subscriber: keep it.
@@ -159,13 +190,15 @@ where
         .try_init();
     let result = match cli.command {
         Command::Run(args) => run::run(args),
-        Command::ClaudeCode { dir } => Ok(claude_code::run(&dir)),
+        Command::ClaudeCode { hook } => Ok(agent_hook(Agent::ClaudeCode, &hook)),
+        Command::Hook { agent, hook } => Ok(agent_hook(agent, &hook)),
         Command::Serve {
             dir,
             listen,
             idle_secs,
             max_runs,
-        } => serve(&dir, listen, idle_secs, max_runs),
+            allow_rewrites,
+        } => serve(&dir, listen, idle_secs, max_runs, allow_rewrites),
         Command::Check { plugins } => check(&plugins),
         Command::Watch {
             dir,
@@ -190,6 +223,17 @@ where
     }
 }
 
+fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
+    let options = hookbox_agents::Options {
+        rewrites_grant: args.allow_rewrites,
+    };
+    match agent {
+        Agent::ClaudeCode => {
+            agent_hook::run::<hookbox_agents::claude_code::ClaudeCode>(&args.dir, &options)
+        }
+    }
+}
+
 /// The CLI's runtime: the defaults, plus the compile cache in
 /// `$HOOKBOX_CACHE_DIR` (`off` disables it) or the per-user default.
 pub(crate) fn runtime() -> Result<Runtime> {
@@ -209,11 +253,31 @@ fn serve(
     listen: std::net::SocketAddr,
     idle_secs: u64,
     max_runs: usize,
+    allow_rewrites: bool,
 ) -> Result<ExitCode> {
+    let tokens: Vec<String> = std::env::var("HOOKBOX_SERVE_TOKENS")
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if tokens.is_empty() && !listen.ip().is_loopback() {
+        bail!(
+            "{listen} is reachable from other machines: set HOOKBOX_SERVE_TOKENS (one secret token per client, comma-separated) or listen on 127.0.0.1"
+        );
+    }
+    if tokens.iter().any(|t| t.len() < 16) {
+        bail!("HOOKBOX_SERVE_TOKENS: each token needs at least 16 characters");
+    }
     let runtime = runtime()?;
     let config = hookbox_serve::ServeConfig {
         idle_timeout: std::time::Duration::from_secs(idle_secs),
         max_runs,
+        hooks: hookbox_agents::Options {
+            rewrites_grant: allow_rewrites,
+        },
+        tokens,
         ..Default::default()
     };
     let debounce = std::time::Duration::from_millis(100);
@@ -489,7 +553,7 @@ fn replay(
                 line["run"] = run_number.into();
             }
             if scratchpad {
-                line["scratchpads"] = scratchpads_json(&run);
+                line["scratchpads"] = serde_json::json!(run.scratchpads());
             }
             writeln!(out, "{line}")?;
             if run.is_over() {
@@ -499,22 +563,6 @@ fn replay(
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// `{PLUGIN: {KEY: VALUE}}` for the run's started plugins; a name that
-/// comes twice in the stack gets `#2`, `#3`... so nothing is hidden.
-fn scratchpads_json(run: &Run) -> serde_json::Value {
-    let mut all = serde_json::Map::new();
-    for (name, entries) in run.scratchpads() {
-        let mut key = name.clone();
-        let mut n = 1;
-        while all.contains_key(&key) {
-            n += 1;
-            key = format!("{name}#{n}");
-        }
-        all.insert(key, serde_json::json!(entries));
-    }
-    all.into()
 }
 
 /// A stack of `--plugin` files (with their `--config` settings), then the

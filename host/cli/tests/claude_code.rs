@@ -1,7 +1,8 @@
-//! `hookbox claude-code` against recorded Claude Code hook inputs
-//! (tests/data/claude-code/*.json: the input, the exit code, and the
-//! expected stdout JSON or a piece of stderr), run as Claude Code runs it: a
-//! process per event, the input on stdin.
+//! `hookbox hook claude-code` against Claude Code hook inputs shaped as its
+//! hooks reference documents them (tests/data/claude-code/*.json: the
+//! input, the exit code, and the exact stdout JSON the reference requires,
+//! or a piece of it, or of stderr), run as Claude Code runs it: a process
+//! per event, the input on stdin.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,9 +11,14 @@ use std::process::{Command, Stdio};
 use hookbox_tests::guests;
 use serde_json::Value;
 
-fn plugin_dir() -> PathBuf {
+/// The fixtures' plugin directory, its own copy per test (tests run at once).
+fn plugin_dir(label: &str) -> PathBuf {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/claude-code");
-    let dir = std::env::temp_dir().join(format!("hookbox-claude-code-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "hookbox-claude-code-{label}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::copy(data.join("hookbox.toml"), dir.join("hookbox.toml")).unwrap();
     for (name, path) in guests::ALL
@@ -25,8 +31,8 @@ fn plugin_dir() -> PathBuf {
 }
 
 #[test]
-fn every_recorded_hook_input_gets_the_recorded_answer() {
-    let dir = plugin_dir();
+fn every_documented_hook_input_gets_the_answer_the_reference_requires() {
+    let dir = plugin_dir("fixtures");
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/claude-code");
     let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&data)
         .unwrap()
@@ -34,7 +40,7 @@ fn every_recorded_hook_input_gets_the_recorded_answer() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     fixtures.sort();
-    assert!(fixtures.len() >= 8, "fixtures missing: {fixtures:?}");
+    assert!(fixtures.len() >= 20, "fixtures missing: {fixtures:?}");
     for fixture in fixtures {
         let case: Value =
             serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
@@ -43,22 +49,7 @@ fn every_recorded_hook_input_gets_the_recorded_answer() {
             Value::String(raw) => raw.clone(),
             value => value.to_string(),
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-            .args(["claude-code", "--plugins"])
-            .arg(&dir)
-            .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = hook(&dir, "claude-code", input.as_bytes());
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
@@ -77,6 +68,12 @@ fn every_recorded_hook_input_gets_the_recorded_answer() {
                 assert_eq!(&got, expected, "{name}");
             }
         }
+        if let Some(piece) = case["stdout_contains"].as_str() {
+            assert!(
+                stdout.contains(piece),
+                "{name}: stdout lacks {piece:?}: {stdout}"
+            );
+        }
         if let Some(piece) = case["stderr_contains"].as_str() {
             assert!(
                 stderr.contains(piece),
@@ -86,22 +83,172 @@ fn every_recorded_hook_input_gets_the_recorded_answer() {
     }
 }
 
-#[test]
-fn a_stack_that_fails_closed_blocks_the_tool_call() {
-    let dir =
-        std::env::temp_dir().join(format!("hookbox-claude-code-broken-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(dir.join("guard.wasm"), b"not a component").unwrap();
+/// Runs `hookbox hook AGENT --plugins DIR` with `input` on stdin, its
+/// caches and session state kept inside `dir`.
+fn hook(dir: &Path, agent: &str, input: &[u8]) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["claude-code", "--plugins"])
-        .arg(&dir)
-        .env("HOOKBOX_CACHE_DIR", "off")
+        .args(["hook", agent, "--plugins"])
+        .arg(dir)
+        .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
+        .env("HOOKBOX_STATE_DIR", dir.join(".state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // Written from another thread: a large input must not deadlock against
+    // a hook that answers before reading it all.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    out
+}
+
+fn stdout_json(out: &std::process::Output) -> Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {stdout}"))
+}
+
+fn scratch(label: &str, manifest: &str, plugins: &[(&str, &str)]) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hookbox-cc-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("hookbox.toml"), manifest).unwrap();
+    for (name, path) in plugins {
+        std::fs::copy(path, dir.join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn a_stack_that_fails_closed_blocks_the_tool_call() {
+    let dir = scratch("broken", "[[plugin]]\nfile = \"guard.wasm\"\n", &[]);
+    std::fs::write(dir.join("guard.wasm"), b"not a component").unwrap();
     let input = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t"}"#;
+    let out = hook(&dir, "claude-code", input.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "the answer is in the JSON");
+    let answer = stdout_json(&out);
+    let output = &answer["hookSpecificOutput"];
+    assert_eq!(
+        output["permissionDecision"], "deny",
+        "never allow by default"
+    );
+    let reason = output["permissionDecisionReason"].as_str().unwrap();
+    assert!(
+        reason.contains("failed closed") && reason.contains("guard"),
+        "{reason}"
+    );
+    assert_eq!(answer["continue"], false, "the run is over");
+}
+
+#[test]
+fn a_budget_spans_the_hook_processes_of_one_session_and_no_other() {
+    let dir = scratch(
+        "budget",
+        "[[plugin]]\nfile = \"call-budget.wasm\"\n[plugin.config]\nmax_calls = \"1\"\n",
+        &[("call-budget", guests::CALL_BUDGET)],
+    );
+    let call = |session: &str, agent: Option<&str>| {
+        let mut input = serde_json::json!({
+            "session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/work",
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t",
+        });
+        if let Some(agent) = agent {
+            input["agent_id"] = agent.into();
+        }
+        let out = hook(&dir, "claude-code", input.to_string().as_bytes());
+        assert_eq!(out.status.code(), Some(0));
+        if out.stdout.is_empty() {
+            "allowed".to_owned()
+        } else {
+            stdout_json(&out)["hookSpecificOutput"]["permissionDecision"]
+                .as_str()
+                .unwrap_or("?")
+                .to_owned()
+        }
+    };
+    assert_eq!(call("s1", None), "allowed");
+    assert_eq!(
+        call("s1", None),
+        "deny",
+        "the second call of s1 is over budget"
+    );
+    assert_eq!(call("s1", None), "deny");
+    assert_eq!(
+        call("s2", None),
+        "allowed",
+        "another session has its own budget"
+    );
+    assert_eq!(call("s1", Some("sub-1")), "allowed", "so has a subagent");
+}
+
+#[test]
+fn a_secret_in_a_tool_response_never_reaches_the_answer() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/claude-code");
+    let dir = plugin_dir("secrets");
+    for name in [
+        "post-tool-use-read-secret",
+        "post-tool-use-bash-secret",
+        "post-tool-use-write-secret",
+        "post-tool-use-string-response",
+    ] {
+        let case: Value = serde_json::from_str(
+            &std::fs::read_to_string(data.join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        let out = hook(&dir, "claude-code", case["input"].to_string().as_bytes());
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for secret in [
+            "hunter2",
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "sk-live-4f9a8b7c6d5e4f3a2b1c",
+        ] {
+            assert!(!said.contains(secret), "{name}: {secret} in {said}");
+        }
+        assert!(said.contains("REDACTED"), "{name}: {said}");
+    }
+}
+
+#[test]
+fn an_input_past_the_limit_is_blocked_not_waved_through() {
+    let dir = plugin_dir("large");
+    let content = "x".repeat(65 << 20);
+    let input = serde_json::json!({
+        "session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": "/work/project/big.txt", "content": content}, "tool_use_id": "t",
+    });
+    let out = hook(&dir, "claude-code", input.to_string().as_bytes());
+    assert_eq!(out.status.code(), Some(0));
+    let answer = stdout_json(&out);
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
+    assert_eq!(answer["continue"], false);
+}
+
+#[test]
+fn claude_code_by_its_older_name_still_works() {
+    let dir = plugin_dir("alias");
+    let input = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf ~/"},"tool_use_id":"t"}"#;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["claude-code", "--plugins"])
+        .arg(&dir)
+        .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
+        .env("HOOKBOX_STATE_DIR", dir.join(".state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     child
         .stdin
         .take()
@@ -109,10 +256,8 @@ fn a_stack_that_fails_closed_blocks_the_tool_call() {
         .write_all(input.as_bytes())
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "never allow by default");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("failed closed") && stderr.contains("guard"),
-        "{stderr}"
+    assert_eq!(
+        stdout_json(&out)["hookSpecificOutput"]["permissionDecision"],
+        "deny"
     );
 }

@@ -170,7 +170,7 @@ impl Plugin {
 
         // Start it once: prove it instantiates within its limits, that
         // `on-event` has the contract's type, and ask for its subscriptions.
-        let mut probe = plugin.instantiate("").map_err(|e| {
+        let mut probe = plugin.instantiate("", BTreeMap::new()).map_err(|e| {
             load_error(
                 LoadPhase::Instantiate,
                 format!("{} ({})", e.detail, e.cause),
@@ -243,9 +243,24 @@ impl Plugin {
         &self.info
     }
 
-    /// A fresh instance in a fresh store, for one run.
-    pub(crate) fn instantiate(&self, run_id: &str) -> Result<PluginInstance, FailClosed> {
-        let state = PluginState::new(&self.name, run_id, &self.config, &self.limits);
+    /// A fresh instance in a fresh store, for one run; its scratchpad holds
+    /// `seed`.
+    pub(crate) fn instantiate(
+        &self,
+        run_id: &str,
+        seed: BTreeMap<String, String>,
+    ) -> Result<PluginInstance, FailClosed> {
+        let state = PluginState::new(&self.name, run_id, &self.config, &self.limits, seed)
+            .map_err(|used| {
+                FailClosed::new(
+                    &self.name,
+                    Cause::Limit,
+                    format!(
+                        "its saved scratchpad holds {used} bytes, past its quota of {} bytes",
+                        self.limits.scratchpad_bytes
+                    ),
+                )
+            })?;
         let mut store = Store::new(self.runtime.engine(), state);
         store.limiter(|state| state.limiter());
         store.epoch_deadline_trap();

@@ -92,7 +92,8 @@ pub struct Decision {
 }
 
 impl Decision {
-    fn of(flow: Flow) -> Decision {
+    /// A decision of `flow` that no plugin in particular made.
+    pub fn new(flow: Flow) -> Decision {
         Decision {
             flow,
             plugin: None,
@@ -207,7 +208,7 @@ impl HookStack {
                 },
                 Entry::Plugin(plugin) => Slot::Plugin {
                     plugin: plugin.clone(),
-                    instance: Instance::NotStarted,
+                    instance: Instance::NotStarted(BTreeMap::new()),
                 },
                 Entry::Stack(stack) => Slot::Stack {
                     slots: stack.slots(),
@@ -257,7 +258,8 @@ enum Slot {
 }
 
 enum Instance {
-    NotStarted,
+    /// Started on its first event, its scratchpad holding this seed.
+    NotStarted(BTreeMap<String, String>),
     Live(PluginInstance),
     /// Failed once: never entered again.
     Dead,
@@ -334,13 +336,44 @@ impl Run {
         result
     }
 
-    /// Each plugin's scratchpad so far this run, in stack order (nested
-    /// stacks included): for tests and for authors replaying a session.
-    /// A plugin not yet started this run, or that failed, has no entry.
-    pub fn scratchpads(&self) -> Vec<(String, BTreeMap<String, String>)> {
-        let mut found = Vec::new();
-        collect_scratchpads(&self.slots, &mut found);
+    /// Each plugin's scratchpad so far this run, by plugin name (the second
+    /// plugin of a name in stack order is `name#2`, and so on; nested
+    /// stacks included). A plugin started this run is listed, also with an
+    /// empty scratchpad; one not started yet is listed with what
+    /// [`Run::restore_scratchpads`] gave it, if anything; one that failed
+    /// is not listed.
+    ///
+    /// For authors replaying a session, and for adapters whose client
+    /// starts a process per step: save it after a step, restore it into
+    /// the next step's run, and run-scoped state spans the session.
+    pub fn scratchpads(&self) -> BTreeMap<String, BTreeMap<String, String>> {
+        let mut found = BTreeMap::new();
+        let mut seen = BTreeMap::new();
+        walk_plugins(&self.slots, &mut |name, instance| {
+            let key = unique_key(&mut seen, name);
+            let entries = match instance {
+                Instance::Live(live) => live.scratchpad(),
+                Instance::NotStarted(seed) if !seed.is_empty() => seed.clone(),
+                _ => return,
+            };
+            found.insert(key, entries);
+        });
         found
+    }
+
+    /// Gives each plugin, before it starts, the scratchpad `saved` holds
+    /// under its name (as [`Run::scratchpads`] names them). Plugins already
+    /// started keep theirs; names the stack does not have are ignored. A
+    /// saved scratchpad past the plugin's quota fails it closed when it
+    /// starts (cause `limit`).
+    pub fn restore_scratchpads(&mut self, mut saved: BTreeMap<String, BTreeMap<String, String>>) {
+        let mut seen = BTreeMap::new();
+        walk_plugins_mut(&mut self.slots, &mut |name, instance| {
+            let key = unique_key(&mut seen, name);
+            if let (Instance::NotStarted(seed), Some(entries)) = (instance, saved.remove(&key)) {
+                *seed = entries;
+            }
+        });
     }
 
     /// Asks the stack about one event.
@@ -375,7 +408,7 @@ fn dispatch_to(
     }
     let kind = event.kind();
     if !subscriptions.contains(kind) && kind != EventKind::InvalidToolCall {
-        return Ok(Decision::of(kind.default_flow()));
+        return Ok(Decision::new(kind.default_flow()));
     }
     let outcome = compose(slots, ctx, event, kind).map(|mut decision| {
         if decision.flow.is_continue() {
@@ -400,7 +433,7 @@ fn compose(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: Event
                     return Ok(decision);
                 }
             }
-            Ok(Decision::of(Flow::Continue))
+            Ok(Decision::new(Flow::Continue))
         }
     }
 }
@@ -442,7 +475,7 @@ fn accumulate(
             plugin: Some(plugin),
             rewritten: None,
         },
-        None => Decision::of(Flow::Continue),
+        None => Decision::new(Flow::Continue),
     })
 }
 
@@ -483,20 +516,40 @@ fn chain(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKi
             plugin,
             rewritten: None,
         },
-        None => Decision::of(Flow::Continue),
+        None => Decision::new(Flow::Continue),
     })
 }
 
-fn collect_scratchpads(slots: &[Slot], found: &mut Vec<(String, BTreeMap<String, String>)>) {
+/// Every plugin slot in stack order (nested stacks included).
+fn walk_plugins(slots: &[Slot], visit: &mut impl FnMut(&str, &Instance)) {
     for slot in slots {
         match slot {
-            Slot::Plugin {
-                plugin,
-                instance: Instance::Live(live),
-            } => found.push((plugin.name().to_owned(), live.scratchpad())),
-            Slot::Stack { slots, .. } => collect_scratchpads(slots, found),
+            Slot::Plugin { plugin, instance } => visit(plugin.name(), instance),
+            Slot::Stack { slots, .. } => walk_plugins(slots, visit),
             _ => {}
         }
+    }
+}
+
+/// [`walk_plugins`], able to change each instance.
+fn walk_plugins_mut(slots: &mut [Slot], visit: &mut impl FnMut(&str, &mut Instance)) {
+    for slot in slots {
+        match slot {
+            Slot::Plugin { plugin, instance } => visit(plugin.name(), instance),
+            Slot::Stack { slots, .. } => walk_plugins_mut(slots, visit),
+            _ => {}
+        }
+    }
+}
+
+/// `name` the first time, then `name#2`, `name#3`...
+fn unique_key(seen: &mut BTreeMap<String, usize>, name: &str) -> String {
+    let count = seen.entry(name.to_owned()).or_insert(0);
+    *count += 1;
+    if *count == 1 {
+        name.to_owned()
+    } else {
+        format!("{name}#{count}")
     }
 }
 
@@ -504,8 +557,8 @@ fn instantiate_slots(slots: &mut [Slot], run_id: &str) -> Result<(), FailClosed>
     for slot in slots {
         match slot {
             Slot::Plugin { plugin, instance } => {
-                if let Instance::NotStarted = instance {
-                    match plugin.instantiate(run_id) {
+                if let Instance::NotStarted(seed) = instance {
+                    match plugin.instantiate(run_id, std::mem::take(seed)) {
                         Ok(live) => *instance = Instance::Live(live),
                         Err(failure) => {
                             *instance = Instance::Dead;
@@ -551,13 +604,15 @@ impl Slot {
                             "failed earlier in this run",
                         ));
                     }
-                    Instance::NotStarted => match plugin.instantiate(&ctx.run_id) {
-                        Ok(live) => instance.insert_live(live),
-                        Err(failure) => {
-                            *instance = Instance::Dead;
-                            return Err(failure);
+                    Instance::NotStarted(seed) => {
+                        match plugin.instantiate(&ctx.run_id, std::mem::take(seed)) {
+                            Ok(live) => instance.insert_live(live),
+                            Err(failure) => {
+                                *instance = Instance::Dead;
+                                return Err(failure);
+                            }
                         }
-                    },
+                    }
                 };
                 match plugin.call(live, ctx, event) {
                     Ok(flow) => checked(plugin.name_arc(), kind, flow),
@@ -933,7 +988,7 @@ mod tests {
         for event in [completion(), call("{}"), result("r")] {
             assert_eq!(
                 dispatch(&stack, &event).unwrap(),
-                Decision::of(Flow::Continue)
+                Decision::new(Flow::Continue)
             );
         }
     }

@@ -63,14 +63,24 @@ struct WasiState {
 }
 
 impl PluginState {
-    /// A fresh state for one run of plugin `name`.
+    /// A fresh state for one run of plugin `name`, its scratchpad holding
+    /// `seed` (what the plugin kept earlier in a session that spans
+    /// processes).
+    ///
+    /// # Errors
+    /// The size of `seed` when it is past the plugin's scratchpad quota.
     pub(crate) fn new(
         name: &Arc<str>,
         run_id: &str,
         config: &Arc<BTreeMap<String, String>>,
         limits: &Limits,
-    ) -> PluginState {
-        PluginState {
+        seed: BTreeMap<String, String>,
+    ) -> Result<PluginState, usize> {
+        let scratchpad_used: usize = seed.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if scratchpad_used > limits.scratchpad_bytes {
+            return Err(scratchpad_used);
+        }
+        Ok(PluginState {
             limiter: Limiter {
                 memory_bytes: limits.memory_bytes,
                 table_elements: limits.table_elements,
@@ -78,14 +88,14 @@ impl PluginState {
             config: config.clone(),
             run_id: run_id.into(),
             name: name.clone(),
-            scratchpad: HashMap::new(),
-            scratchpad_used: 0,
+            scratchpad: seed.into_iter().collect(),
+            scratchpad_used,
             scratchpad_limit: limits.scratchpad_bytes,
             log_used: 0,
             log_limit: limits.log_bytes_per_run,
             log_message_bytes: limits.log_message_bytes,
             wasi: None,
-        }
+        })
     }
 
     /// The store's resource limiter (for `Store::limiter`).

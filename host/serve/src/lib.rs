@@ -14,31 +14,45 @@
 //!
 //! A run pins the snapshot it started with and keeps its guest instances
 //! for its events, so run-scoped state works across them; idle runs
-//! expire. Errors are JSON `{"error": "..."}` with a 4xx status saying what
-//! is wrong; a full server sheds load with 503 instead of queueing.
+//! expire. Run ids are random (128 bits), and a run or session belongs to
+//! the client that made it: with [`ServeConfig::tokens`] set, every route
+//! but `/healthz` needs `Authorization: Bearer TOKEN`, and one client's
+//! runs and sessions do not exist for another. Errors are JSON
+//! `{"error": "..."}` with a 4xx status saying what is wrong; a full
+//! server sheds load with 503 instead of queueing.
+//!
+//! An agent's hook is different: its agent reads any status but 2xx, and
+//! any body but its own JSON, as "carry on". So every request that reaches
+//! a hook route is answered 200 with a decision in the agent's terms, and
+//! every failure (unauthorized, unreadable, too large, overloaded, a
+//! broken run) is the event's own block.
 
+mod auth;
+mod hook;
 mod metrics;
+mod runs;
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use axum::Router;
 use axum::body::Body;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use hookbox::StepEvent;
 use hookbox::watch::{DirWatcher, Snapshot};
-use hookbox::{HookStack, Run, Runtime};
-use hookbox_agents::claude_code;
+use hookbox::{HookStack, Runtime};
+
+use crate::auth::Client;
+use crate::runs::{LiveRun, Runs};
 
 pub use metrics::Metrics;
 
@@ -106,8 +120,14 @@ pub struct ServeConfig {
     pub max_runs: usize,
     /// Events being decided at once at most; one more answers 503.
     pub max_in_flight: usize,
-    /// The largest request body accepted.
+    /// The largest request body accepted (past it: 413, or a hook's block).
     pub max_body_bytes: usize,
+    /// How agents' hooks are answered where the operator has a choice.
+    pub hooks: hookbox_agents::Options,
+    /// Bearer tokens of the clients allowed in; empty lets any client in
+    /// (for a loopback listener only: the CLI refuses otherwise). Each
+    /// token is one client: runs and sessions are bound to it.
+    pub tokens: Vec<String>,
 }
 
 impl Default for ServeConfig {
@@ -116,25 +136,19 @@ impl Default for ServeConfig {
             idle_timeout: Duration::from_secs(300),
             max_runs: 512,
             max_in_flight: 64,
-            max_body_bytes: 4 << 20,
+            max_body_bytes: 16 << 20,
+            hooks: hookbox_agents::Options::default(),
+            tokens: Vec::new(),
         }
     }
-}
-
-/// One live run (its instances and its context), and when it was last used.
-struct LiveRun {
-    run: Mutex<Run>,
-    generation: u64,
-    last_used: Mutex<Instant>,
 }
 
 struct App {
     source: StackSource,
     config: ServeConfig,
-    runs: Mutex<HashMap<String, Arc<LiveRun>>>,
+    runs: Runs,
     in_flight: Arc<Semaphore>,
     metrics: Metrics,
-    next_run: AtomicU64,
 }
 
 /// A running server.
@@ -165,9 +179,8 @@ impl Server {
             source,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
             config,
-            runs: Mutex::new(HashMap::new()),
+            runs: Runs::default(),
             metrics: Metrics::default(),
-            next_run: AtomicU64::new(0),
         });
         let router = Router::new()
             .route("/healthz", get(|| async { "ok" }))
@@ -176,13 +189,17 @@ impl Server {
             .route("/runs", post(create_run))
             .route("/runs/{id}", axum::routing::delete(end_run))
             .route("/runs/{id}/events", post(post_event))
-            .route("/claude-code/hook", post(claude_code_hook))
+            .route("/claude-code/hook", post(hook::claude_code))
             .fallback(|| async {
                 error(
                     StatusCode::NOT_FOUND,
                     "no such endpoint; see the README's `hookbox serve` section",
                 )
             })
+            .layer(axum::middleware::from_fn_with_state(
+                app.clone(),
+                auth::require_token,
+            ))
             .with_state(app.clone());
         let reaper = Arc::downgrade(&app);
         tokio::spawn(async move {
@@ -230,34 +247,16 @@ impl Drop for Server {
 }
 
 impl App {
-    /// A new run on `snapshot`.
-    fn start_run(&self, snapshot: &Snapshot, id: &str) -> Arc<LiveRun> {
-        self.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
-        Arc::new(LiveRun {
-            run: Mutex::new(snapshot.stack.start_run(id)),
-            generation: snapshot.generation,
-            last_used: Mutex::new(Instant::now()),
-        })
-    }
-
     /// A slot to decide an event of `live` in (none when all are taken);
     /// marks the run used.
     fn claim(&self, live: &LiveRun) -> Option<OwnedSemaphorePermit> {
         let permit = self.in_flight.clone().try_acquire_owned().ok()?;
-        if let Ok(mut last) = live.last_used.lock() {
-            *last = Instant::now();
-        }
+        live.touch();
         Some(permit)
     }
 
     fn expire_idle(&self) {
-        let ttl = self.config.idle_timeout;
-        let Ok(mut runs) = self.runs.lock() else {
-            return;
-        };
-        let before = runs.len();
-        runs.retain(|_, run| run.last_used.lock().is_ok_and(|t| t.elapsed() < ttl));
-        let expired = before - runs.len();
+        let expired = self.runs.expire(self.config.idle_timeout);
         if expired > 0 {
             self.metrics
                 .runs_expired
@@ -271,39 +270,27 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, axum::Json(json!({"error": message.into()}))).into_response()
 }
 
-async fn create_run(State(app): State<Arc<App>>) -> Response {
+async fn create_run(State(app): State<Arc<App>>, Extension(client): Extension<Client>) -> Response {
     let snapshot = app.source.snapshot();
-    let id = format!(
-        "run-{}-{}",
-        snapshot.generation,
-        app.next_run.fetch_add(1, Ordering::Relaxed) + 1
-    );
-    let Ok(mut runs) = app.runs.lock() else {
-        return error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the run table is poisoned",
-        );
-    };
-    if runs.len() >= app.config.max_runs {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "{} runs are live, the most this server keeps; end some (DELETE /runs/ID) or retry later",
-                runs.len()
-            ),
-        );
+    match app.runs.create(&client, &snapshot, app.config.max_runs) {
+        Ok(id) => {
+            app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
+            (
+                StatusCode::CREATED,
+                axum::Json(json!({"run_id": id, "generation": snapshot.generation})),
+            )
+                .into_response()
+        }
+        Err(why) => error(StatusCode::SERVICE_UNAVAILABLE, why),
     }
-    runs.insert(id.clone(), app.start_run(&snapshot, &id));
-    (
-        StatusCode::CREATED,
-        axum::Json(json!({"run_id": id, "generation": snapshot.generation})),
-    )
-        .into_response()
 }
 
-async fn end_run(State(app): State<Arc<App>>, UrlPath(id): UrlPath<String>) -> Response {
-    let removed = app.runs.lock().ok().and_then(|mut runs| runs.remove(&id));
-    match removed {
+async fn end_run(
+    State(app): State<Arc<App>>,
+    Extension(client): Extension<Client>,
+    UrlPath(id): UrlPath<String>,
+) -> Response {
+    match app.runs.remove(&client, &id) {
         Some(_) => StatusCode::NO_CONTENT.into_response(),
         None => unknown_run(&id),
     }
@@ -329,6 +316,7 @@ fn unknown_run(id: &str) -> Response {
 
 async fn post_event(
     State(app): State<Arc<App>>,
+    Extension(client): Extension<Client>,
     UrlPath(id): UrlPath<String>,
     body: Body,
 ) -> Response {
@@ -345,8 +333,7 @@ async fn post_event(
             );
         }
     };
-    let live = app.runs.lock().ok().and_then(|runs| runs.get(&id).cloned());
-    let Some(live) = live else {
+    let Some(live) = app.runs.get(&client, &id) else {
         return unknown_run(&id);
     };
     let Some(permit) = app.claim(&live) else {
@@ -359,8 +346,7 @@ async fn post_event(
     let started = Instant::now();
     let decided = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        let mut run = live.run.lock().ok()?;
-        Some(run.step(&event))
+        Some(live.run.lock().ok()?.step(&event))
     })
     .await;
     let outcome = match decided {
@@ -374,67 +360,6 @@ async fn post_event(
     };
     app.metrics.record(kind, &outcome, started.elapsed());
     axum::Json(hookbox::outcome_json(&outcome)).into_response()
-}
-
-/// Claude Code's HTTP hook: the same mapping as `hookbox claude-code`, with
-/// one run per session, so run-scoped state and the pinned snapshot span
-/// the session. A block is worded as the event's own refusal (HTTP hooks
-/// have no exit code).
-async fn claude_code_hook(State(app): State<Arc<App>>, body: Body) -> Response {
-    let bytes = match read_body(&app, body, "the hook input").await {
-        Ok(bytes) => bytes,
-        Err(response) => return *response,
-    };
-    let input = match claude_code::HookInput::parse(&bytes) {
-        Ok(input) => input,
-        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
-    };
-    let event = match claude_code::to_event(&input) {
-        Ok(event) => event,
-        Err(reason) => return error(StatusCode::BAD_REQUEST, reason),
-    };
-    let id = format!(
-        "claude-code-{}",
-        input.session_id.as_deref().unwrap_or("none")
-    );
-    let live = {
-        let Ok(mut runs) = app.runs.lock() else {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the run table is poisoned",
-            );
-        };
-        if !runs.contains_key(&id) && runs.len() >= app.config.max_runs {
-            return error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "too many live runs; retry later",
-            );
-        }
-        runs.entry(id.clone())
-            .or_insert_with(|| app.start_run(&app.source.snapshot(), &id))
-            .clone()
-    };
-    let Some(permit) = app.claim(&live) else {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "too many events are being decided; retry shortly",
-        );
-    };
-    let answered = tokio::task::spawn_blocking(move || {
-        let _permit = permit;
-        let mut run = live.run.lock().ok()?;
-        let name = input.hook_event_name;
-        let answer = claude_code::answer(&name, run.step(&event));
-        Some(claude_code::http_reply(&name, answer))
-    })
-    .await;
-    match answered {
-        Ok(Some(reply)) => axum::Json(reply).into_response(),
-        _ => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "this session's run broke; start a new session",
-        ),
-    }
 }
 
 async fn status(State(app): State<Arc<App>>) -> Response {
@@ -452,13 +377,7 @@ async fn status(State(app): State<Arc<App>>) -> Response {
             }),
         })
         .collect();
-    let (live, pinned_older) = app.runs.lock().map_or((0, 0), |runs| {
-        let older = runs
-            .values()
-            .filter(|r| r.generation != snapshot.generation)
-            .count();
-        (runs.len(), older)
-    });
+    let (live, pinned_older) = app.runs.counts(snapshot.generation);
     axum::Json(json!({
         "generation": snapshot.generation,
         "plugins": plugins,
@@ -469,7 +388,7 @@ async fn status(State(app): State<Arc<App>>) -> Response {
 }
 
 async fn metrics_text(State(app): State<Arc<App>>) -> Response {
-    let live = app.runs.lock().map_or(0, |runs| runs.len());
+    let (live, _) = app.runs.counts(0);
     let generation = app.source.snapshot().generation;
     (
         [("content-type", "text/plain; version=0.0.4")],

@@ -1,7 +1,8 @@
 //! Redact secrets and e-mail addresses from tool results before the model
-//! sees them.
+//! sees them. A result that is a JSON document (a tool's structured output)
+//! is redacted string by string and keeps its shape.
 
-use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent, config};
+use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent, config, json};
 
 struct RedactSecrets;
 
@@ -39,8 +40,18 @@ impl Hook for RedactSecrets {
             return Flow::Continue;
         };
         let emails = config::get_or("emails", "true") == "true";
-        let redacted = redact(&result.result, emails);
-        if redacted == result.result {
+        let text = &result.result;
+        let structured = text.trim_start().starts_with(['{', '[']);
+        let redacted = structured
+            .then(|| {
+                json::map_strings(text, |value| {
+                    let redacted = redact(value, emails);
+                    (redacted != value).then_some(redacted)
+                })
+            })
+            .flatten()
+            .unwrap_or_else(|| redact(text, emails));
+        if redacted == *text {
             Flow::Continue
         } else {
             Flow::rewrite_result(redacted)

@@ -1,0 +1,59 @@
+//! `hookbox hook AGENT`: a coding agent's command hook. The hook input on
+//! stdin; the plugin directory asked, with the session's run state restored
+//! from and saved to the session store; the answer on stdout and in the exit
+//! code. The mappings are `hookbox_agents`'.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use hookbox::{Outcome, StepEvent};
+use hookbox_agents::{Options, Protocol, Session, SessionStore, handle};
+
+/// The most bytes of hook input read (a large `Write` is a few MiB).
+const INPUT_LIMIT: usize = 64 << 20;
+
+pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options) -> ExitCode {
+    let mut input = Vec::new();
+    let read = std::io::stdin()
+        .lock()
+        .take(INPUT_LIMIT as u64 + 1)
+        .read_to_end(&mut input);
+    let reply = match read {
+        Err(e) => {
+            P::too_large(&input, 0).with_note(format!("hookbox: cannot read the hook input: {e}"))
+        }
+        Ok(_) if input.len() > INPUT_LIMIT => P::too_large(&input[..INPUT_LIMIT], INPUT_LIMIT),
+        Ok(_) => handle::<P>(&input, options, |session, event| {
+            decide::<P>(dir, session, event)
+        }),
+    };
+    if let Some(json) = &reply.stdout {
+        let _ = writeln!(std::io::stdout().lock(), "{json}");
+    }
+    if let Some(note) = &reply.stderr {
+        let _ = writeln!(std::io::stderr().lock(), "{note}");
+    }
+    ExitCode::from(reply.exit_code)
+}
+
+/// The plugin directory's answer for the session, its state carried over
+/// from the session's earlier hook calls.
+fn decide<P: Protocol>(
+    dir: &Path,
+    session: &Session,
+    event: &StepEvent,
+) -> Result<Outcome, String> {
+    let runtime = crate::runtime().map_err(|e| format!("{e:#}"))?;
+    let loaded = hookbox::directory::load(&runtime, dir).map_err(|e| e.to_string())?;
+    let store_dir = SessionStore::default_dir()
+        .ok_or("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
+    let store = SessionStore::open(&store_dir).map_err(|e| e.to_string())?;
+    let mut state = store.lock(P::NAME, session).map_err(|e| e.to_string())?;
+    let run_id = session.id.clone().unwrap_or_else(|| P::NAME.to_owned());
+    let mut run = loaded.stack.start_run(run_id);
+    run.restore_scratchpads(state.load());
+    let outcome = run.step(event);
+    state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
+    Ok(outcome)
+}

@@ -1,0 +1,126 @@
+//! Agents' HTTP hooks: one run per agent session (per client), the answer
+//! always a 200 with a decision in the agent's terms. A request that is
+//! unauthorized, unreadable, too large, shed under load, or whose run broke
+//! gets the event's own block, because the agent reads any other status
+//! as "carry on".
+
+use std::sync::Arc;
+
+use axum::Extension;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
+use hookbox_agents::claude_code::ClaudeCode;
+use hookbox_agents::{Protocol, Reply, Session, handle};
+
+use crate::App;
+use crate::auth::Client;
+
+/// `POST /claude-code/hook`.
+pub(crate) async fn claude_code(
+    State(app): State<Arc<App>>,
+    client: Option<Extension<Client>>,
+    body: Body,
+) -> Response {
+    agent_hook::<ClaudeCode>(app, client.map(|Extension(c)| c), body).await
+}
+
+async fn agent_hook<P: Protocol>(app: Arc<App>, client: Option<Client>, body: Body) -> Response
+where
+    P::Input: Send,
+{
+    let limit = app.config.max_body_bytes;
+    let bytes = match read_bounded(body, limit).await {
+        Ok(bytes) => bytes,
+        Err(prefix) => return answer(&P::too_large(&prefix, limit)),
+    };
+    let Some(client) = client else {
+        return answer(&reject::<P>(
+            &bytes,
+            "hookbox: blocked: this hook did not show a token the server accepts (Authorization: Bearer TOKEN, one of HOOKBOX_SERVE_TOKENS)",
+        ));
+    };
+    let work_app = app.clone();
+    let work_bytes = bytes.clone();
+    let answered = tokio::task::spawn_blocking(move || {
+        let app = work_app;
+        handle::<P>(&work_bytes, &app.config.hooks, |session, event| {
+            decide::<P>(&app, client, session, event)
+        })
+    })
+    .await;
+    match answered {
+        Ok(reply) => answer(&reply),
+        Err(e) => answer(&reject::<P>(
+            &bytes,
+            &format!("hookbox: blocked: deciding this hook failed ({e}); start a new session"),
+        )),
+    }
+}
+
+/// Asks the session's run about `event`.
+fn decide<P: Protocol>(
+    app: &App,
+    client: Client,
+    session: &Session,
+    event: &hookbox::StepEvent,
+) -> Result<hookbox::Outcome, String> {
+    let key = format!(
+        "{}/{}/{}",
+        P::NAME,
+        session.id.as_deref().unwrap_or(""),
+        session.subagent.as_deref().unwrap_or("")
+    );
+    let (live, new) = app
+        .runs
+        .session(&client, &key, || app.source.snapshot(), app.config.max_runs)
+        .ok_or("the server keeps as many live sessions as it may; retry later")?;
+    if new {
+        app.metrics
+            .runs_created
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    let _permit = app
+        .claim(&live)
+        .ok_or("the server is deciding as many events as it may; retry shortly")?;
+    let mut run = live
+        .run
+        .lock()
+        .map_err(|_| "this session's run broke on an earlier event; start a new session")?;
+    let started = std::time::Instant::now();
+    let outcome = run.step(event);
+    app.metrics
+        .record(event.kind(), &outcome, started.elapsed());
+    Ok(outcome)
+}
+
+/// The event's own block for a request turned away before deciding.
+fn reject<P: Protocol>(bytes: &[u8], reason: &str) -> Reply {
+    match P::parse(bytes) {
+        Ok(input) => P::fail(&input, reason),
+        Err(unreadable) => unreadable,
+    }
+}
+
+fn answer(reply: &Reply) -> Response {
+    axum::Json(reply.http_body()).into_response()
+}
+
+/// The body, or its first `limit` bytes when it is longer.
+async fn read_bounded(body: Body, limit: usize) -> Result<Bytes, Vec<u8>> {
+    let mut stream = body.into_data_stream();
+    let mut buffer = Vec::new();
+    while let Some(chunk) = stream.next().await {
+        let Ok(chunk) = chunk else {
+            return Err(buffer);
+        };
+        if buffer.len() + chunk.len() > limit {
+            let room = limit - buffer.len();
+            buffer.extend_from_slice(&chunk[..room]);
+            return Err(buffer);
+        }
+        buffer.extend_from_slice(&chunk);
+    }
+    Ok(Bytes::from(buffer))
+}

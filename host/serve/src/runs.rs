@@ -1,0 +1,129 @@
+//! The live runs: random ids, each bound to the client that made it, idle
+//! ones expired.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hookbox::Run;
+use hookbox::watch::Snapshot;
+
+use crate::auth::Client;
+
+/// One live run (its instances and its context), and when it was last used.
+pub(crate) struct LiveRun {
+    pub run: Mutex<Run>,
+    pub generation: u64,
+    last_used: Mutex<Instant>,
+}
+
+impl LiveRun {
+    fn new(snapshot: &Snapshot, id: &str) -> Arc<LiveRun> {
+        Arc::new(LiveRun {
+            run: Mutex::new(snapshot.stack.start_run(id)),
+            generation: snapshot.generation,
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// Marks the run used now.
+    pub fn touch(&self) {
+        if let Ok(mut last) = self.last_used.lock() {
+            *last = Instant::now();
+        }
+    }
+}
+
+/// Live runs by client and id: a client sees only its own.
+#[derive(Default)]
+pub(crate) struct Runs {
+    table: Mutex<HashMap<(Client, String), Arc<LiveRun>>>,
+}
+
+impl Runs {
+    /// A new run with a random id on `snapshot`.
+    ///
+    /// # Errors
+    /// Why not, for the client.
+    pub fn create(
+        &self,
+        client: &Client,
+        snapshot: &Snapshot,
+        max: usize,
+    ) -> Result<String, String> {
+        let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if table.len() >= max {
+            return Err(format!(
+                "{} runs are live, the most this server keeps; end some (DELETE /runs/ID) or retry later",
+                table.len()
+            ));
+        }
+        table.insert((*client, id.clone()), LiveRun::new(snapshot, &id));
+        Ok(id)
+    }
+
+    /// The run `id` of `client`.
+    pub fn get(&self, client: &Client, id: &str) -> Option<Arc<LiveRun>> {
+        let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.get(&(*client, id.to_owned())).cloned()
+    }
+
+    /// The run of `client`'s session `key` (and whether it is new), started
+    /// on `snapshot` if there is none; `None` when a new one would be one
+    /// past `max`, or no id can be made.
+    pub fn session(
+        &self,
+        client: &Client,
+        key: &str,
+        snapshot: impl FnOnce() -> Arc<Snapshot>,
+        max: usize,
+    ) -> Option<(Arc<LiveRun>, bool)> {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let slot = (*client, key.to_owned());
+        if let Some(live) = table.get(&slot) {
+            return Some((live.clone(), false));
+        }
+        if table.len() >= max {
+            return None;
+        }
+        let live = LiveRun::new(&snapshot(), &random_id()?);
+        table.insert(slot, live.clone());
+        Some((live, true))
+    }
+
+    /// Ends the run `id` of `client`.
+    pub fn remove(&self, client: &Client, id: &str) -> Option<Arc<LiveRun>> {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        table.remove(&(*client, id.to_owned()))
+    }
+
+    /// Ends the runs idle for `ttl`; returns how many.
+    pub fn expire(&self, ttl: Duration) -> usize {
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let before = table.len();
+        table.retain(|_, run| run.last_used.lock().is_ok_and(|t| t.elapsed() < ttl));
+        before - table.len()
+    }
+
+    /// Live runs, and how many of them are on another generation than
+    /// `generation`.
+    pub fn counts(&self, generation: u64) -> (usize, usize) {
+        let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let older = table
+            .values()
+            .filter(|r| r.generation != generation)
+            .count();
+        (table.len(), older)
+    }
+}
+
+/// `run-` and 128 random bits in hex: nobody guesses another client's run.
+/// `None` when the system has no randomness (no id then, rather than a
+/// guessable one).
+fn random_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!("run-{hex}"))
+}
