@@ -24,6 +24,7 @@ use hookbox::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::common::context_only;
 use crate::shape::{peek_string_field, reshape, result_text, withhold};
 use crate::{Options, Protocol, Reply, Session};
 
@@ -261,7 +262,7 @@ impl Protocol for ClaudeCode {
                     "hookbox: {by} rewrote this tool's error message, which Claude Code hooks cannot replace; stopped so the original is not acted on"
                 ),
             ),
-            (Event::UserPromptSubmit, Flow::PatchRequest(patch)) => context_only(patch, by),
+            (Event::UserPromptSubmit, Flow::PatchRequest(patch)) => context(patch, by),
             (_, flow) => ClaudeCode::fail(
                 input,
                 &format!(
@@ -379,24 +380,14 @@ fn rewritten_call(args: &str, by: &str, options: &Options) -> Reply {
 
 /// A patch Claude Code can express: extra context only, as
 /// `additionalContext`; any other patch blocks the prompt.
-fn context_only(patch: RequestPatch, by: &str) -> Reply {
-    let only_context = RequestPatch {
-        extra_context: patch.extra_context.clone(),
-        ..Default::default()
-    } == patch;
-    match patch.extra_context.filter(|_| only_context) {
-        Some(documents) => {
-            let context: Vec<String> = documents
-                .iter()
-                .map(|d| format!("<document id=\"{}\">\n{}\n</document>", d.id, d.text))
-                .collect();
-            Reply::json(json!({
-                "hookSpecificOutput": {
-                    "hookEventName": "UserPromptSubmit",
-                    "additionalContext": context.join("\n\n"),
-                }
-            }))
-        }
+fn context(patch: RequestPatch, by: &str) -> Reply {
+    match context_only(patch) {
+        Some(context) => Reply::json(json!({
+            "hookSpecificOutput": {
+                "hookEventName": "UserPromptSubmit",
+                "additionalContext": context,
+            }
+        })),
         None => Reply::json(json!({
             "decision": "block",
             "reason": format!("hookbox: {by} patched the request in a way Claude Code hooks cannot express (only extra-context can be added); blocked"),

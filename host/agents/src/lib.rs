@@ -17,6 +17,9 @@
 //! | module | agent |
 //! |---|---|
 //! | [`claude_code`] | Claude Code's command and HTTP hooks |
+//! | [`cursor`] | Cursor's agent hooks |
+//! | [`copilot`] | GitHub Copilot's hooks (CLI and cloud agent) |
+//! | [`cline`] | Cline's hooks |
 //!
 //! ```
 //! use hookbox_agents::{Options, Reply, claude_code::ClaudeCode, handle};
@@ -36,6 +39,10 @@
 //! ```
 
 pub mod claude_code;
+pub mod cline;
+mod common;
+pub mod copilot;
+pub mod cursor;
 mod reply;
 pub mod shape;
 mod store;
@@ -80,6 +87,13 @@ pub trait Protocol {
 
     /// The block for an input past `limit` bytes (`prefix` is its start).
     fn too_large(prefix: &[u8], limit: usize) -> Reply;
+
+    /// The input with its event named `event`, for agents whose input does
+    /// not say which event it is (the hook's configuration does). Unchanged
+    /// by default.
+    fn name_event(input: &[u8], _event: &str) -> Vec<u8> {
+        input.to_vec()
+    }
 
     /// The session the call belongs to.
     fn session(input: &Self::Input) -> Session;

@@ -13,7 +13,7 @@ use hookbox_agents::{Options, Protocol, Session, SessionStore, handle};
 /// The most bytes of hook input read (a large `Write` is a few MiB).
 const INPUT_LIMIT: usize = 64 << 20;
 
-pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options) -> ExitCode {
+pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options, event: Option<&str>) -> ExitCode {
     let mut input = Vec::new();
     let read = std::io::stdin()
         .lock()
@@ -24,9 +24,14 @@ pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options) -> ExitCode {
             P::too_large(&input, 0).with_note(format!("hookbox: cannot read the hook input: {e}"))
         }
         Ok(_) if input.len() > INPUT_LIMIT => P::too_large(&input[..INPUT_LIMIT], INPUT_LIMIT),
-        Ok(_) => handle::<P>(&input, options, |session, event| {
-            decide::<P>(dir, session, event)
-        }),
+        Ok(_) => {
+            if let Some(event) = event {
+                input = P::name_event(&input, event);
+            }
+            handle::<P>(&input, options, |session, event| {
+                decide::<P>(dir, session, event)
+            })
+        }
     };
     if let Some(json) = &reply.stdout {
         let _ = writeln!(std::io::stdout().lock(), "{json}");

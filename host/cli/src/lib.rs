@@ -46,6 +46,12 @@ struct Cli {
 enum Agent {
     /// Claude Code (command hooks; HTTP hooks are `hookbox serve`'s).
     ClaudeCode,
+    /// Cursor's agent hooks.
+    Cursor,
+    /// GitHub Copilot's hooks (CLI and cloud agent).
+    Copilot,
+    /// Cline's hooks.
+    Cline,
 }
 
 #[derive(clap::Args)]
@@ -57,6 +63,11 @@ struct HookArgs {
     /// Off: the agent's own permission system decides on the changed call.
     #[arg(long)]
     allow_rewrites: bool,
+    /// The event this hook is configured for, for agents whose input does
+    /// not name it (Copilot: `preToolUse`, `permissionRequest`,
+    /// `postToolUse`).
+    #[arg(long)]
+    event: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -227,10 +238,15 @@ fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
     let options = hookbox_agents::Options {
         rewrites_grant: args.allow_rewrites,
     };
+    let event = args.event.as_deref();
+    let dir = &args.dir;
     match agent {
         Agent::ClaudeCode => {
-            agent_hook::run::<hookbox_agents::claude_code::ClaudeCode>(&args.dir, &options)
+            agent_hook::run::<hookbox_agents::claude_code::ClaudeCode>(dir, &options, event)
         }
+        Agent::Cursor => agent_hook::run::<hookbox_agents::cursor::Cursor>(dir, &options, event),
+        Agent::Copilot => agent_hook::run::<hookbox_agents::copilot::Copilot>(dir, &options, event),
+        Agent::Cline => agent_hook::run::<hookbox_agents::cline::Cline>(dir, &options, event),
     }
 }
 

@@ -1,8 +1,9 @@
-//! `hookbox hook claude-code` against Claude Code hook inputs shaped as its
-//! hooks reference documents them (tests/data/claude-code/*.json: the
+//! `hookbox hook AGENT` against hook inputs shaped as each agent's hooks
+//! reference documents them (tests/data/agent-hooks/AGENT/*.json: the
 //! input, the exit code, and the exact stdout JSON the reference requires,
-//! or a piece of it, or of stderr), run as Claude Code runs it: a process
-//! per event, the input on stdin.
+//! or a piece of it, or of stderr), run as the agent runs it: a process per
+//! event, the input on stdin. The plugin directory is
+//! tests/data/agent-hooks/hookbox.toml with the example plugins.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,16 +12,19 @@ use std::process::{Command, Stdio};
 use hookbox_tests::guests;
 use serde_json::Value;
 
+fn data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/agent-hooks")
+}
+
 /// The fixtures' plugin directory, its own copy per test (tests run at once).
 fn plugin_dir(label: &str) -> PathBuf {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/claude-code");
     let dir = std::env::temp_dir().join(format!(
-        "hookbox-claude-code-{label}-{}",
+        "hookbox-agent-hooks-{label}-{}",
         std::process::id()
     ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(data.join("hookbox.toml"), dir.join("hookbox.toml")).unwrap();
+    std::fs::copy(data().join("hookbox.toml"), dir.join("hookbox.toml")).unwrap();
     for (name, path) in guests::ALL
         .iter()
         .filter(|(n, _)| guests::EXAMPLES.contains(n))
@@ -33,23 +37,40 @@ fn plugin_dir(label: &str) -> PathBuf {
 #[test]
 fn every_documented_hook_input_gets_the_answer_the_reference_requires() {
     let dir = plugin_dir("fixtures");
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/claude-code");
-    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(&data)
+    for (agent, at_least) in [
+        ("claude-code", 20),
+        ("cursor", 8),
+        ("copilot", 6),
+        ("cline", 6),
+    ] {
+        fixtures_of(&dir, agent, at_least);
+    }
+}
+
+fn fixtures_of(dir: &Path, agent: &str, at_least: usize) {
+    let mut fixtures: Vec<PathBuf> = std::fs::read_dir(data().join(agent))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     fixtures.sort();
-    assert!(fixtures.len() >= 20, "fixtures missing: {fixtures:?}");
+    assert!(
+        fixtures.len() >= at_least,
+        "{agent}: fixtures missing: {fixtures:?}"
+    );
     for fixture in fixtures {
         let case: Value =
             serde_json::from_str(&std::fs::read_to_string(&fixture).unwrap()).unwrap();
-        let name = fixture.file_name().unwrap().to_string_lossy();
+        let name = format!("{agent}/{}", fixture.file_name().unwrap().to_string_lossy());
         let input = match &case["input"] {
             Value::String(raw) => raw.clone(),
             value => value.to_string(),
         };
-        let out = hook(&dir, "claude-code", input.as_bytes());
+        let mut args = vec![agent];
+        if let Some(event) = case["event"].as_str() {
+            args.extend(["--event", event]);
+        }
+        let out = hook_with(dir, &args, input.as_bytes());
         let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(
@@ -86,8 +107,14 @@ fn every_documented_hook_input_gets_the_answer_the_reference_requires() {
 /// Runs `hookbox hook AGENT --plugins DIR` with `input` on stdin, its
 /// caches and session state kept inside `dir`.
 fn hook(dir: &Path, agent: &str, input: &[u8]) -> std::process::Output {
+    hook_with(dir, &[agent], input)
+}
+
+fn hook_with(dir: &Path, args: &[&str], input: &[u8]) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["hook", agent, "--plugins"])
+        .arg("hook")
+        .args(args)
+        .arg("--plugins")
         .arg(dir)
         .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
         .env("HOOKBOX_STATE_DIR", dir.join(".state"))
@@ -189,7 +216,7 @@ fn a_budget_spans_the_hook_processes_of_one_session_and_no_other() {
 
 #[test]
 fn a_secret_in_a_tool_response_never_reaches_the_answer() {
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/claude-code");
+    let data = data().join("claude-code");
     let dir = plugin_dir("secrets");
     for name in [
         "post-tool-use-read-secret",
