@@ -17,6 +17,8 @@
 //! | module | agent |
 //! |---|---|
 //! | [`claude_code`] | Claude Code's command and HTTP hooks |
+//! | [`codex`] | OpenAI Codex CLI's hooks |
+//! | [`gemini`] | Gemini CLI's hooks |
 //! | [`cursor`] | Cursor's agent hooks |
 //! | [`copilot`] | GitHub Copilot's hooks (CLI and cloud agent) |
 //! | [`cline`] | Cline's hooks |
@@ -40,9 +42,11 @@
 
 pub mod claude_code;
 pub mod cline;
+pub mod codex;
 mod common;
 pub mod copilot;
 pub mod cursor;
+pub mod gemini;
 mod reply;
 pub mod shape;
 mod store;

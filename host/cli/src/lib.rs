@@ -46,6 +46,10 @@ struct Cli {
 enum Agent {
     /// Claude Code (command hooks; HTTP hooks are `hookbox serve`'s).
     ClaudeCode,
+    /// OpenAI Codex CLI's hooks.
+    Codex,
+    /// Gemini CLI's hooks.
+    Gemini,
     /// Cursor's agent hooks.
     Cursor,
     /// GitHub Copilot's hooks (CLI and cloud agent).
@@ -244,6 +248,8 @@ fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
         Agent::ClaudeCode => {
             agent_hook::run::<hookbox_agents::claude_code::ClaudeCode>(dir, &options, event)
         }
+        Agent::Codex => agent_hook::run::<hookbox_agents::codex::Codex>(dir, &options, event),
+        Agent::Gemini => agent_hook::run::<hookbox_agents::gemini::Gemini>(dir, &options, event),
         Agent::Cursor => agent_hook::run::<hookbox_agents::cursor::Cursor>(dir, &options, event),
         Agent::Copilot => agent_hook::run::<hookbox_agents::copilot::Copilot>(dir, &options, event),
         Agent::Cline => agent_hook::run::<hookbox_agents::cline::Cline>(dir, &options, event),
