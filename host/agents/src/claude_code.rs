@@ -18,7 +18,7 @@
 //! Claude Code treats any other status, and non-JSON, as "carry on".
 
 use hookbox::{
-    CompletionCall, Flow, Outcome, RequestPatch, StepEvent, ToolCall, ToolError, ToolErrorKind,
+    CompletionCall, Decision, Flow, RequestPatch, StepEvent, ToolCall, ToolError, ToolErrorKind,
     ToolOutcome, ToolResult,
 };
 use serde::Deserialize;
@@ -124,22 +124,21 @@ impl Protocol for ClaudeCode {
     const NAME: &'static str = "claude-code";
     type Input = HookInput;
 
-    fn parse(input: &[u8]) -> Result<HookInput, Reply> {
-        let value: Value = serde_json::from_slice(input)
-            .map_err(|e| unreadable(input, &format!("the hook input is not JSON: {e}")))?;
-        serde_json::from_value(value).map_err(|e| {
-            unreadable(
-                input,
-                &format!("the hook input is not a Claude Code hook input: {e}"),
-            )
-        })
-    }
-
-    fn too_large(prefix: &[u8], limit: usize) -> Reply {
-        unreadable(
-            prefix,
-            &format!("the hook input is larger than {limit} bytes, the most hookbox reads"),
-        )
+    fn unreadable(input: &[u8], reason: &str) -> Reply {
+        let event = peek_string_field(input, "hook_event_name").map(Event::from);
+        let input = HookInput {
+            hook_event_name: event.unwrap_or(Event::Other(String::new())),
+            session_id: None,
+            agent_id: None,
+            tool_name: None,
+            tool_input: None,
+            tool_use_id: None,
+            tool_response: None,
+            error: None,
+            is_interrupt: None,
+            prompt: None,
+        };
+        stop(&input, reason)
     }
 
     fn session(input: &HookInput) -> Session {
@@ -215,16 +214,7 @@ impl Protocol for ClaudeCode {
         ))
     }
 
-    fn answer(input: &HookInput, outcome: Outcome, options: &Options) -> Reply {
-        let decision = match outcome {
-            Ok(decision) => decision,
-            Err(failure) => {
-                return ClaudeCode::fail(
-                    input,
-                    &format!("hookbox: blocked, the guard failed closed: {failure}"),
-                );
-            }
-        };
+    fn answer(input: &HookInput, decision: Decision, options: &Options) -> Reply {
         let by = decision.plugin.as_deref().unwrap_or("hookbox");
         let event = &input.hook_event_name;
         match (event, decision.flow) {
@@ -296,26 +286,6 @@ fn stop(input: &HookInput, reason: &str) -> Reply {
         answer["stopReason"] = reason.into();
     }
     Reply::json(answer)
-}
-
-/// A block for an input that could not be read: the event's own, when the
-/// event can still be told; else `continue: false`, which every event obeys.
-fn unreadable(input: &[u8], reason: &str) -> Reply {
-    let reason = format!("hookbox: blocked: {reason}");
-    let event = peek_string_field(input, "hook_event_name").map(Event::from);
-    let input = HookInput {
-        hook_event_name: event.unwrap_or(Event::Other(String::new())),
-        session_id: None,
-        agent_id: None,
-        tool_name: None,
-        tool_input: None,
-        tool_use_id: None,
-        tool_response: None,
-        error: None,
-        is_interrupt: None,
-        prompt: None,
-    };
-    stop(&input, &reason)
 }
 
 /// `PreToolUse`'s refusal: the call does not run, Claude reads the reason.

@@ -13,7 +13,7 @@
 //! exit 0; a failure is `cancel: true`.
 
 use hookbox::{
-    CompletionCall, Flow, Outcome, RequestPatch, StepEvent, ToolError, ToolErrorKind, ToolOutcome,
+    CompletionCall, Decision, Flow, RequestPatch, StepEvent, ToolError, ToolErrorKind, ToolOutcome,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -76,18 +76,8 @@ impl Protocol for Cline {
     const NAME: &'static str = "cline";
     type Input = HookInput;
 
-    fn parse(input: &[u8]) -> Result<HookInput, Reply> {
-        serde_json::from_slice(input).map_err(|e| {
-            cancel(&format!(
-                "hookbox: blocked: the hook input is not a Cline hook input: {e}"
-            ))
-        })
-    }
-
-    fn too_large(_prefix: &[u8], limit: usize) -> Reply {
-        cancel(&format!(
-            "hookbox: blocked: the hook input is larger than {limit} bytes"
-        ))
+    fn unreadable(_input: &[u8], reason: &str) -> Reply {
+        cancel(reason)
     }
 
     fn session(input: &HookInput) -> Session {
@@ -151,15 +141,7 @@ impl Protocol for Cline {
         Reply::json(json!({"cancel": false}))
     }
 
-    fn answer(input: &HookInput, outcome: Outcome, _options: &Options) -> Reply {
-        let decision = match outcome {
-            Ok(decision) => decision,
-            Err(failure) => {
-                return cancel(&format!(
-                    "hookbox: blocked, the guard failed closed: {failure}"
-                ));
-            }
-        };
+    fn answer(input: &HookInput, decision: Decision, _options: &Options) -> Reply {
         let by = by(&decision).to_owned();
         match (input.hook_name.as_deref(), decision.flow) {
             (_, Flow::Continue) => Reply::json(json!({"cancel": false})),

@@ -17,7 +17,7 @@
 //! stderr, which Codex takes as a denial whatever stdout says, and says
 //! the denial in the JSON too.
 
-use hookbox::{CompletionCall, Flow, Outcome, StepEvent, ToolOutcome};
+use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -90,20 +90,10 @@ impl Protocol for Codex {
     const NAME: &'static str = "codex";
     type Input = HookInput;
 
-    fn parse(input: &[u8]) -> Result<HookInput, Reply> {
-        serde_json::from_slice(input).map_err(|e| {
-            unreadable(
-                input,
-                &format!("the hook input is not a Codex hook input: {e}"),
-            )
-        })
-    }
-
-    fn too_large(prefix: &[u8], limit: usize) -> Reply {
-        unreadable(
-            prefix,
-            &format!("the hook input is larger than {limit} bytes"),
-        )
+    fn unreadable(input: &[u8], reason: &str) -> Reply {
+        let event = peek_string_field(input, "hook_event_name")
+            .map_or(Event::Other(String::new()), Event::from);
+        block(&event, reason)
     }
 
     fn session(input: &HookInput) -> Session {
@@ -140,20 +130,7 @@ impl Protocol for Codex {
         }))
     }
 
-    fn neutral(_input: &HookInput) -> Reply {
-        Reply::no_opinion().with_note("hookbox: not an event hookbox guards; no opinion")
-    }
-
-    fn answer(input: &HookInput, outcome: Outcome, _options: &Options) -> Reply {
-        let decision = match outcome {
-            Ok(decision) => decision,
-            Err(failure) => {
-                return Codex::fail(
-                    input,
-                    &format!("hookbox: blocked, the guard failed closed: {failure}"),
-                );
-            }
-        };
+    fn answer(input: &HookInput, decision: Decision, _options: &Options) -> Reply {
         let by = by(&decision).to_owned();
         match (&input.hook_event_name, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
@@ -226,10 +203,4 @@ fn permission_deny(message: &str) -> Value {
             "decision": {"behavior": "deny", "message": message},
         }
     })
-}
-
-fn unreadable(input: &[u8], reason: &str) -> Reply {
-    let event = peek_string_field(input, "hook_event_name")
-        .map_or(Event::Other(String::new()), Event::from);
-    block(&event, &format!("hookbox: blocked: {reason}"))
 }

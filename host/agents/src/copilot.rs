@@ -13,7 +13,7 @@
 //! `permissionRequest` Copilot denies on exit code 2 whatever the JSON says,
 //! so a failure there exits 2 with the denial also in the JSON.
 
-use hookbox::{Flow, Outcome, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
+use hookbox::{Decision, Flow, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -101,20 +101,23 @@ impl Protocol for Copilot {
     const NAME: &'static str = "copilot";
     type Input = HookInput;
 
-    fn parse(input: &[u8]) -> Result<HookInput, Reply> {
-        serde_json::from_slice(input).map_err(|e| {
-            unreadable(
-                input,
-                &format!("the hook input is not a Copilot hook input: {e}"),
-            )
-        })
-    }
-
-    fn too_large(prefix: &[u8], limit: usize) -> Reply {
-        unreadable(
-            prefix,
-            &format!("the hook input is larger than {limit} bytes"),
-        )
+    fn unreadable(input: &[u8], reason: &str) -> Reply {
+        let named = peek_string_field(input, "hookEventName");
+        let event = match named.as_deref() {
+            Some("postToolUse") => Event::PostToolUse,
+            Some("permissionRequest") => Event::PermissionRequest,
+            _ => Event::PreToolUse,
+        };
+        let empty = HookInput {
+            hook_event_name: named,
+            session_id: None,
+            cwd: None,
+            tool_name: None,
+            tool_args: None,
+            tool_result: None,
+            prompt: None,
+        };
+        block(&event, &empty, reason)
     }
 
     fn name_event(input: &[u8], event: &str) -> Vec<u8> {
@@ -165,20 +168,7 @@ impl Protocol for Copilot {
         }))
     }
 
-    fn neutral(_input: &HookInput) -> Reply {
-        Reply::no_opinion().with_note("hookbox: not an event hookbox guards; no opinion")
-    }
-
-    fn answer(input: &HookInput, outcome: Outcome, options: &Options) -> Reply {
-        let decision = match outcome {
-            Ok(decision) => decision,
-            Err(failure) => {
-                return Copilot::fail(
-                    input,
-                    &format!("hookbox: blocked, the guard failed closed: {failure}"),
-                );
-            }
-        };
+    fn answer(input: &HookInput, decision: Decision, options: &Options) -> Reply {
         let by = by(&decision).to_owned();
         match (input.event(), decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
@@ -249,24 +239,4 @@ fn modified_result(input: &HookInput, text: &str) -> Value {
         .and_then(|r| r.result_type.clone())
         .unwrap_or_else(|| "success".into());
     json!({"modifiedResult": {"resultType": result_type, "textResultForLlm": text}})
-}
-
-fn unreadable(input: &[u8], reason: &str) -> Reply {
-    let reason = format!("hookbox: blocked: {reason}");
-    let named = peek_string_field(input, "hookEventName");
-    let event = match named.as_deref() {
-        Some("postToolUse") => Event::PostToolUse,
-        Some("permissionRequest") => Event::PermissionRequest,
-        _ => Event::PreToolUse,
-    };
-    let empty = HookInput {
-        hook_event_name: named,
-        session_id: None,
-        cwd: None,
-        tool_name: None,
-        tool_args: None,
-        tool_result: None,
-        prompt: None,
-    };
-    block(&event, &empty, &reason)
 }

@@ -17,7 +17,7 @@
 //! prints something that is not JSON (unless `failClosed` is set), so the
 //! answer is always JSON, with exit 0.
 
-use hookbox::{CompletionCall, Flow, Outcome, StepEvent, ToolOutcome};
+use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -105,20 +105,10 @@ impl Protocol for Cursor {
     const NAME: &'static str = "cursor";
     type Input = HookInput;
 
-    fn parse(input: &[u8]) -> Result<HookInput, Reply> {
-        serde_json::from_slice(input).map_err(|e| {
-            unreadable(
-                input,
-                &format!("the hook input is not a Cursor hook input: {e}"),
-            )
-        })
-    }
-
-    fn too_large(prefix: &[u8], limit: usize) -> Reply {
-        unreadable(
-            prefix,
-            &format!("the hook input is larger than {limit} bytes"),
-        )
+    fn unreadable(input: &[u8], reason: &str) -> Reply {
+        let event = peek_string_field(input, "hook_event_name")
+            .map_or(Event::Other(String::new()), Event::from);
+        block(&event, reason)
     }
 
     fn session(input: &HookInput) -> Session {
@@ -177,20 +167,7 @@ impl Protocol for Cursor {
         }))
     }
 
-    fn neutral(_input: &HookInput) -> Reply {
-        Reply::no_opinion().with_note("hookbox: not an event hookbox guards; no opinion")
-    }
-
-    fn answer(input: &HookInput, outcome: Outcome, options: &Options) -> Reply {
-        let decision = match outcome {
-            Ok(decision) => decision,
-            Err(failure) => {
-                return Cursor::fail(
-                    input,
-                    &format!("hookbox: blocked, the guard failed closed: {failure}"),
-                );
-            }
-        };
+    fn answer(input: &HookInput, decision: Decision, options: &Options) -> Reply {
         let by = by(&decision).to_owned();
         match (&input.hook_event_name, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
@@ -271,10 +248,4 @@ fn block(event: &Event, reason: &str) -> Reply {
 
 fn deny(reason: &str) -> Value {
     json!({"permission": "deny", "user_message": reason, "agent_message": reason})
-}
-
-fn unreadable(input: &[u8], reason: &str) -> Reply {
-    let event = peek_string_field(input, "hook_event_name")
-        .map_or(Event::Other(String::new()), Event::from);
-    block(&event, &format!("hookbox: blocked: {reason}"))
 }

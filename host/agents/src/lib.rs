@@ -51,7 +51,8 @@ mod reply;
 pub mod shape;
 mod store;
 
-use hookbox::{Outcome, StepEvent};
+use hookbox::{Decision, Outcome, StepEvent};
+use serde::de::DeserializeOwned;
 
 pub use reply::Reply;
 pub use store::{SessionLock, SessionStore, StoreError};
@@ -76,21 +77,43 @@ pub struct Session {
 }
 
 /// One agent's hook protocol: how its input maps to a hookbox event and how
-/// an outcome is said back. Pure: no I/O.
+/// a decision is said back. Pure: no I/O.
 pub trait Protocol {
     /// The agent's name, as the `hookbox hook AGENT` command spells it.
     const NAME: &'static str;
     /// A parsed hook input.
-    type Input;
+    type Input: DeserializeOwned;
+
+    /// The block for an input that cannot be read: the event's own when
+    /// `input` (perhaps cut short) still names it, else the strongest the
+    /// agent has.
+    fn unreadable(input: &[u8], reason: &str) -> Reply;
 
     /// Parses a hook input.
     ///
     /// # Errors
     /// The block to answer when the input cannot be read.
-    fn parse(input: &[u8]) -> Result<Self::Input, Reply>;
+    fn parse(input: &[u8]) -> Result<Self::Input, Reply> {
+        serde_json::from_slice(input).map_err(|e| {
+            Self::unreadable(
+                input,
+                &format!(
+                    "hookbox: blocked: the hook input is not a {} hook input: {e}",
+                    Self::NAME
+                ),
+            )
+        })
+    }
 
     /// The block for an input past `limit` bytes (`prefix` is its start).
-    fn too_large(prefix: &[u8], limit: usize) -> Reply;
+    fn too_large(prefix: &[u8], limit: usize) -> Reply {
+        Self::unreadable(
+            prefix,
+            &format!(
+                "hookbox: blocked: the hook input is larger than {limit} bytes, the most hookbox reads"
+            ),
+        )
+    }
 
     /// The input with its event named `event`, for agents whose input does
     /// not say which event it is (the hook's configuration does). Unchanged
@@ -110,13 +133,16 @@ pub trait Protocol {
     fn event(input: &Self::Input) -> Result<Option<StepEvent>, String>;
 
     /// The answer for an event hookbox does not map: no opinion.
-    fn neutral(input: &Self::Input) -> Reply;
+    fn neutral(_input: &Self::Input) -> Reply {
+        Reply::no_opinion().with_note("hookbox: not an event hookbox guards; no opinion")
+    }
 
-    /// The stack's outcome, said in the agent's terms.
-    fn answer(input: &Self::Input, outcome: Outcome, options: &Options) -> Reply;
+    /// The stack's decision, said in the agent's terms.
+    fn answer(input: &Self::Input, decision: Decision, options: &Options) -> Reply;
 
-    /// The event's own block, for a failure outside the stack (the plugins
-    /// could not be loaded, the session's state could not be kept).
+    /// The event's own block, for a stack that failed closed or a failure
+    /// outside the stack (the plugins could not be loaded, the session's
+    /// state could not be kept), and for a terminate.
     fn fail(input: &Self::Input, reason: &str) -> Reply;
 }
 
@@ -138,7 +164,11 @@ pub fn handle<P: Protocol>(
         Err(reason) => return P::fail(&input, &format!("hookbox: blocked: {reason}")),
     };
     match decide(&P::session(&input), &event) {
-        Ok(outcome) => P::answer(&input, outcome, options),
+        Ok(Ok(decision)) => P::answer(&input, decision, options),
+        Ok(Err(failure)) => P::fail(
+            &input,
+            &format!("hookbox: blocked, the guard failed closed: {failure}"),
+        ),
         Err(reason) => P::fail(&input, &format!("hookbox: blocked: {reason}")),
     }
 }

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""Command-hook latency per call, process start included, for each agent's
+`hookbox hook AGENT` against a plain Python hook doing the same check
+(plain_guard.py), interleaved in one run so the ratios hold on a noisy
+machine.
+
+    cargo build --release -p hookbox-cli && cargo xtask plugins target/bench-hooks/plugins
+    python3 bench/agent-hooks/run.py [CALLS]
+
+Each contestant gets a PreToolUse-like tool call from its agent's
+documented input shape (a `ls` that every guard lets through, so the whole
+stack runs), through the example plugins' directory with the compile cache
+warm and session state on. Prints median and p99 in ms and the ratio of
+medians to the Python hook."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HOOKBOX = os.path.join(ROOT, "target", "release", "hookbox")
+PLUGINS = os.path.join(ROOT, "target", "bench-hooks", "plugins")
+CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+
+command = {"command": "ls -la src", "description": "List sources"}
+INPUTS = {
+    "claude-code": {"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": "/work", "permission_mode": "default",
+                    "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": command, "tool_use_id": "toolu_1"},
+    "codex": {"session_id": "s1", "turn_id": "turn-1", "transcript_path": None, "cwd": "/work", "hook_event_name": "PreToolUse",
+              "model": "gpt-5-codex", "permission_mode": "default", "tool_name": "Bash", "tool_input": command, "tool_use_id": "call-1"},
+    "gemini": {"session_id": "s1", "transcript_path": "/tmp/s.json", "cwd": "/work", "hook_event_name": "BeforeTool",
+               "timestamp": "2026-11-30T12:00:00.000Z", "tool_name": "run_shell_command", "tool_input": command},
+    "cursor": {"conversation_id": "c1", "generation_id": "g1", "hook_event_name": "preToolUse", "workspace_roots": ["/work"],
+               "tool_name": "Shell", "tool_input": command, "tool_use_id": "t1", "cwd": "/work"},
+    "copilot": {"sessionId": "s1", "timestamp": 1704614600000, "cwd": "/work", "toolName": "bash", "toolArgs": json.dumps(command)},
+    "cline": {"clineVersion": "3.38.0", "hookName": "PreToolUse", "taskId": "t1", "workspaceRoots": ["/work"],
+              "preToolUse": {"toolName": "execute_command", "parameters": command}},
+}
+
+
+def main():
+    if not os.path.exists(HOOKBOX) or not os.path.isdir(PLUGINS):
+        sys.exit("build first: cargo build --release -p hookbox-cli && cargo xtask plugins target/bench-hooks/plugins")
+    scratch = tempfile.mkdtemp(prefix="hookbox-bench-hooks-")
+    env = dict(os.environ, HOOKBOX_CACHE_DIR=os.path.join(scratch, "cache"), HOOKBOX_STATE_DIR=os.path.join(scratch, "state"))
+    contestants = {"python": ([sys.executable, os.path.join(os.path.dirname(__file__), "plain_guard.py")],
+                              json.dumps(INPUTS["claude-code"]).encode())}
+    for agent, hook in INPUTS.items():
+        contestants[agent] = ([HOOKBOX, "hook", agent, "--plugins", PLUGINS], json.dumps(hook).encode())
+    for argv, stdin in contestants.values():  # warm the compile cache and the page cache
+        subprocess.run(argv, input=stdin, env=env, capture_output=True, check=False)
+    times = {name: [] for name in contestants}
+    for _ in range(CALLS):
+        for name, (argv, stdin) in contestants.items():
+            started = time.perf_counter()
+            done = subprocess.run(argv, input=stdin, env=env, capture_output=True, check=False)
+            times[name].append((time.perf_counter() - started) * 1e3)
+            if done.returncode != 0:
+                sys.exit(f"{name} exited {done.returncode}: {done.stderr.decode()}")
+    base = statistics.median(times["python"])
+    print(f"{CALLS} calls each, interleaved; ms per call, process start included")
+    print("| hook | median | p99 | median vs plain Python |")
+    print("|---|---|---|---|")
+    for name, samples in times.items():
+        samples.sort()
+        p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+        median = statistics.median(samples)
+        label = "plain Python (8 substring checks)" if name == "python" else f"`hookbox hook {name}`"
+        print(f"| {label} | {median:.1f} | {p99:.1f} | {median / base:.2f}× |")
+
+
+if __name__ == "__main__":
+    main()
