@@ -647,3 +647,53 @@ fn a_fixed_stack_with_a_native_hook_is_served_like_a_directory() {
         1
     );
 }
+
+#[test]
+fn a_secret_in_a_claude_code_tool_response_never_reaches_the_http_answer() {
+    let dir = scratch_dir("serve-secrets");
+    put(&dir, "redact-secrets.wasm", guests::REDACT_SECRETS);
+    std::fs::write(
+        dir.join("hookbox.toml"),
+        "[[plugin]]\nfile = \"redact-secrets.wasm\"\n",
+    )
+    .unwrap();
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = tokio
+        .block_on(Server::start(watched(&dir), addr, ServeConfig::default()))
+        .unwrap();
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agent-hooks/claude-code");
+    for name in [
+        "post-tool-use-read-secret",
+        "post-tool-use-bash-secret",
+        "post-tool-use-write-secret",
+    ] {
+        let case: Value = serde_json::from_str(
+            &std::fs::read_to_string(data.join(format!("{name}.json"))).unwrap(),
+        )
+        .unwrap();
+        let (status, body) = request(
+            server.addr,
+            "POST",
+            "/claude-code/hook",
+            &case["input"].to_string(),
+        );
+        assert_eq!(status, 200, "{name}: {body}");
+        for secret in [
+            "hunter2",
+            "ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+            "sk-live-4f9a8b7c6d5e4f3a2b1c",
+        ] {
+            assert!(!body.contains(secret), "{name}: {secret} in {body}");
+        }
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body, case["stdout"],
+            "{name}: the same answer as the command hook"
+        );
+    }
+}

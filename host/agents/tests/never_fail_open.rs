@@ -1,0 +1,177 @@
+//! Every mapped event of every agent × every flow a stack can answer, and a
+//! stack that failed closed: continue is the agent's neutral answer, and
+//! nothing else ever is. A guard's refusal, a rewrite the agent cannot take,
+//! a flow the event does not honour: each must reach the agent as a
+//! decision, never as the silence (or the exit code) it reads as "go ahead".
+
+use std::sync::Arc;
+
+use hookbox::{Cause, Decision, Document, FailClosed, Flow, RequestPatch};
+use hookbox_agents::claude_code::ClaudeCode;
+use hookbox_agents::cline::Cline;
+use hookbox_agents::codex::Codex;
+use hookbox_agents::copilot::Copilot;
+use hookbox_agents::cursor::Cursor;
+use hookbox_agents::gemini::Gemini;
+use hookbox_agents::{Options, Protocol, Reply, handle};
+use serde_json::json;
+
+fn flows() -> Vec<Flow> {
+    let context = RequestPatch {
+        extra_context: Some(vec![Document {
+            id: "d".into(),
+            text: "t".into(),
+        }]),
+        ..Default::default()
+    };
+    let other = RequestPatch {
+        temperature: Some(0.1),
+        ..Default::default()
+    };
+    vec![
+        Flow::terminate("stop"),
+        Flow::skip("no"),
+        Flow::rewrite_args(r#"{"command":"ls"}"#),
+        Flow::rewrite_args("[1]"),
+        Flow::rewrite_result("[REDACTED]"),
+        Flow::rewrite_result(
+            r#"{"stdout":"[REDACTED]","stderr":"","interrupted":false,"isImage":false}"#,
+        ),
+        Flow::PatchRequest(context),
+        Flow::PatchRequest(other),
+        Flow::Fail,
+        Flow::retry("again"),
+        Flow::repair("other"),
+    ]
+}
+
+/// The agent's neutral answer: what a hook that says nothing gives.
+fn neutral<P: Protocol>(input: &[u8]) -> Reply {
+    handle::<P>(input, &Options::default(), |_, _| {
+        Ok(Ok(Decision::new(Flow::Continue)))
+    })
+}
+
+fn check<P: Protocol>(inputs: &[serde_json::Value]) {
+    for input in inputs {
+        let bytes = input.to_string().into_bytes();
+        let quiet = neutral::<P>(&bytes);
+        let mut answers = Vec::new();
+        for flow in flows() {
+            let name = flow.name();
+            let reply = handle::<P>(&bytes, &Options::default(), |_, _| {
+                Ok(Ok(Decision::new(flow.clone())))
+            });
+            answers.push((name.to_owned(), reply));
+        }
+        let failed = handle::<P>(&bytes, &Options::default(), |_, _| {
+            Ok(Err(FailClosed::new(
+                &Arc::from("g"),
+                Cause::Trap,
+                "trapped",
+            )))
+        });
+        answers.push(("failed closed".into(), failed));
+        let broken = handle::<P>(&bytes, &Options::default(), |_, _| Err("no plugins".into()));
+        answers.push(("cannot load".into(), broken));
+        for (what, reply) in answers {
+            let same_as_silence =
+                reply.exit_code == quiet.exit_code && reply.stdout == quiet.stdout;
+            assert!(
+                !same_as_silence,
+                "{}: {what} on {input} answered like continue: {reply:?}",
+                P::NAME
+            );
+        }
+    }
+}
+
+#[test]
+fn claude_code_never_fails_open() {
+    let base = json!({"session_id": "s", "transcript_path": "/t", "cwd": "/w", "tool_name": "Bash",
+                      "tool_input": {"command": "ls"}, "tool_use_id": "t"});
+    let with = |fields: serde_json::Value| {
+        let mut input = base.clone();
+        input
+            .as_object_mut()
+            .unwrap()
+            .extend(fields.as_object().unwrap().clone());
+        input
+    };
+    check::<ClaudeCode>(&[
+        with(json!({"hook_event_name": "PreToolUse"})),
+        with(json!({"hook_event_name": "PermissionRequest"})),
+        with(json!({"hook_event_name": "PostToolUse",
+                    "tool_response": {"stdout": "x", "stderr": "", "interrupted": false, "isImage": false}})),
+        with(json!({"hook_event_name": "PostToolUseFailure", "error": "exit 1"})),
+        with(json!({"hook_event_name": "UserPromptSubmit", "prompt": "hi"})),
+    ]);
+}
+
+#[test]
+fn codex_never_fails_open() {
+    let base = |event: &str| {
+        json!({"session_id": "s", "turn_id": "1", "cwd": "/w", "hook_event_name": event,
+                                    "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t",
+                                    "tool_response": "x", "prompt": "hi"})
+    };
+    check::<Codex>(
+        &[
+            "PreToolUse",
+            "PermissionRequest",
+            "PostToolUse",
+            "UserPromptSubmit",
+        ]
+        .map(base),
+    );
+}
+
+#[test]
+fn gemini_never_fails_open() {
+    let base = |event: &str| {
+        json!({"session_id": "s", "cwd": "/w", "hook_event_name": event,
+                                    "tool_name": "run_shell_command", "tool_input": {"command": "ls"},
+                                    "tool_response": {"llmContent": "x", "returnDisplay": "x"}, "prompt": "hi"})
+    };
+    check::<Gemini>(&["BeforeTool", "AfterTool", "BeforeAgent"].map(base));
+}
+
+#[test]
+fn cursor_never_fails_open() {
+    let base = |event: &str| {
+        json!({"conversation_id": "c", "hook_event_name": event, "tool_name": "MCP:x",
+                                    "tool_input": {"command": "ls"}, "tool_output": "{\"a\":1}", "command": "ls",
+                                    "file_path": "/w/a", "content": "x", "prompt": "hi"})
+    };
+    check::<Cursor>(
+        &[
+            "preToolUse",
+            "beforeShellExecution",
+            "beforeMCPExecution",
+            "beforeReadFile",
+            "postToolUse",
+            "beforeSubmitPrompt",
+        ]
+        .map(base),
+    );
+}
+
+#[test]
+fn copilot_never_fails_open() {
+    let base = |event: &str| {
+        json!({"sessionId": "s", "cwd": "/w", "hookEventName": event, "toolName": "bash",
+                                    "toolArgs": "{\"command\":\"ls\"}",
+                                    "toolResult": {"resultType": "success", "textResultForLlm": "x"}})
+    };
+    check::<Copilot>(&["preToolUse", "permissionRequest", "postToolUse"].map(base));
+}
+
+#[test]
+fn cline_never_fails_open() {
+    let payload = json!({"toolName": "execute_command", "parameters": {"command": "ls"}, "result": "x", "success": true});
+    check::<Cline>(&[
+        json!({"hookName": "PreToolUse", "taskId": "t", "preToolUse": payload}),
+        json!({"hookName": "PostToolUse", "taskId": "t", "postToolUse": payload}),
+        json!({"hookName": "UserPromptSubmit", "taskId": "t", "userPromptSubmit": {"prompt": "hi"}}),
+    ]);
+}
