@@ -272,3 +272,39 @@ fn native_hooks_and_wasm_plugins_compose_in_one_stack() {
     assert_eq!(decision.plugin.as_deref(), Some("path-jail"));
     assert_eq!(*seen.lock().unwrap(), r#"{"path":"/w/secrets"}"#);
 }
+
+#[test]
+fn a_json_escape_does_not_sidestep_deny_tools_at_the_boundary() {
+    // The JSON form as serve, replay and watch read it: the arguments as
+    // JSON text carrying `\u002d` for the `-` of `-rf`.
+    let line =
+        r#"{"event":"tool-call","tool_name":"shell","args":"{\"command\":\"rm \\u002drf ~/\"}"}"#;
+    let event: StepEvent = serde_json::from_str(line).unwrap();
+    let StepEvent::ToolCall(call) = &event else {
+        panic!("a tool call")
+    };
+    assert_eq!(
+        call.args, r#"{"command":"rm -rf ~/"}"#,
+        "one canonical form"
+    );
+    let stack = stack(&[plugin(guests::DENY_TOOLS, &[])]);
+    assert!(matches!(decided(once(&stack, &event)).flow, Flow::Skip(_)));
+}
+
+#[test]
+fn a_rewrite_carrying_a_json_escape_is_checked_as_what_the_tool_runs() {
+    // An earlier plugin rewrites the arguments into an escaped `rm -rf`;
+    // deny-tools, later in the chain, must see (and deny) the real text.
+    let rewriter = plugin(
+        guests::DIRECTOR,
+        &[("tool-call", r#"rewrite-args:{"command":"rm \u002drf ~/"}"#)],
+    );
+    let stack = stack(&[rewriter, plugin(guests::DENY_TOOLS, &[])]);
+    let decision = decided(once(&stack, &tool_call("shell", r#"{"command":"ls"}"#)));
+    assert!(matches!(decision.flow, Flow::Skip(_)), "{decision:?}");
+    assert_eq!(
+        decision.rewritten.as_deref(),
+        Some(r#"{"command":"rm -rf ~/"}"#),
+        "the kept rewrite is canonical too"
+    );
+}

@@ -18,7 +18,7 @@ pub mod json_text {
     /// Reads a string as is, and any other JSON value as compact text.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
         Ok(match Value::deserialize(d)? {
-            Value::String(text) => text,
+            Value::String(text) => super::canonical(&text).unwrap_or(text),
             other => other.to_string(),
         })
     }
@@ -45,11 +45,21 @@ pub mod json_text {
         pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
             Ok(match Option::<Value>::deserialize(d)? {
                 None | Some(Value::Null) => None,
-                Some(Value::String(text)) => Some(text),
+                Some(Value::String(text)) => Some(crate::json::canonical(&text).unwrap_or(text)),
                 Some(other) => Some(other.to_string()),
             })
         }
     }
+}
+
+/// `text` in the one canonical JSON form every guard and tool sees: parsed
+/// and written back compact, escapes decoded (`"rm \u002drf"` is
+/// `"rm -rf"`), duplicate keys collapsed to the last; `None` when it is not
+/// JSON (or nests deeper than 128 levels).
+pub fn canonical(text: &str) -> Option<String> {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .map(|value| value.to_string())
 }
 
 /// Whether `text` is well-formed JSON, without building a value.

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use crate::error::{Cause, FailClosed};
 use crate::event::{EventKind, EventKinds, HookContext, StepEvent};
 use crate::flow::{Flow, RequestPatch};
-use crate::json::{is_json, is_json_object};
+use crate::json::{canonical, is_json_object};
 use crate::plugin::{Plugin, PluginInstance};
 use crate::rules::Composition;
 
@@ -657,14 +657,22 @@ fn checked(plugin: &Arc<str>, kind: EventKind, flow: Flow) -> Outcome {
             ),
         ));
     }
+    let flow = match flow {
+        // The next guard and the tool read the rewrite in the canonical
+        // form, so what a guard checked is what runs.
+        Flow::RewriteArgs(args) => match canonical(&args) {
+            Some(args) => Flow::RewriteArgs(args),
+            None => {
+                return Err(FailClosed::new(
+                    plugin,
+                    Cause::InvalidJson,
+                    "rewrite-args is not valid JSON",
+                ));
+            }
+        },
+        flow => flow,
+    };
     match &flow {
-        Flow::RewriteArgs(args) if !is_json(args) => {
-            return Err(FailClosed::new(
-                plugin,
-                Cause::InvalidJson,
-                "rewrite-args is not valid JSON",
-            ));
-        }
         Flow::PatchRequest(RequestPatch {
             additional_params: Some(params),
             ..

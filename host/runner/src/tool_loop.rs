@@ -723,10 +723,7 @@ fn not_run(record: ToolRecord, internal_id: &str, outcome: ToolOutcome, result: 
 /// Valid JSON re-serialised (duplicate keys collapse to the last, as the
 /// tool will read them); anything else as it is.
 fn canonical_json(text: &str) -> String {
-    match serde_json::from_str::<Value>(text) {
-        Ok(value) => value.to_string(),
-        Err(_) => text.to_owned(),
-    }
+    hookbox::json::canonical(text).unwrap_or_else(|| text.to_owned())
 }
 
 /// Runs the calls that are to run: all at once, or one after another.
