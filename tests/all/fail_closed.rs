@@ -188,6 +188,22 @@ fn a_guest_flooding_the_log_hits_its_log_limit() {
 }
 
 #[test]
+fn empty_log_messages_are_not_free() {
+    fails_closed(
+        patient("quiet"),
+        tool_call("quiet:log-empty-flood", "{}"),
+        Cause::Limit,
+    );
+}
+
+#[test]
+fn a_flood_of_empty_lines_on_stdout_hits_the_log_limit() {
+    let probe = plugin(hookbox_tests::guests::WASI_PROBE, &[]);
+    let failure = once(&stack(&[probe]), &tool_call("newline-flood", "{}")).unwrap_err();
+    assert_eq!(failure.cause, Cause::Limit, "{failure}");
+}
+
+#[test]
 fn a_guest_filling_its_scratchpad_hits_its_quota() {
     fails_closed(
         patient("hoarder"),

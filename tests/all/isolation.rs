@@ -175,6 +175,23 @@ fn a_guests_stdout_and_stderr_go_to_the_log_under_its_name() {
 }
 
 #[test]
+fn a_guest_cannot_forge_a_log_line_or_drive_the_terminal() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        once(&stack(&[puppet("f")]), &tool_call("f:log-forge", "{}")).unwrap();
+    });
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(log.lines().count(), 1, "one message, one line: {log}");
+    assert!(!log.contains('\u{1b}'), "{log:?}");
+    assert!(log.contains("ok\\nplugin"), "{log}");
+}
+
+#[test]
 fn one_runaway_guest_does_not_stall_other_runs() {
     let looping = stack(&[puppet("l")]);
     let healthy = stack(&[puppet("h")]);

@@ -76,14 +76,16 @@ pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Resul
 }
 
 fn log(state: &mut PluginState, level: LogLevel, message: &str) -> wasmtime::Result<()> {
-    state.log_used += message.len();
-    if state.log_used > state.log_limit {
+    if !state.charge_log(message.len()) {
         return Err(wasmtime::Error::new(LimitExceeded::new(
             Cause::Limit,
-            format!("logged more than {} bytes in one run", state.log_limit),
+            format!(
+                "logged more than {} bytes in one run (each line counts {LOG_LINE_COST} bytes more than it prints)",
+                state.log_limit
+            ),
         )));
     }
-    let message = truncate(message, state.log_message_bytes);
+    let message = one_line(truncate(message, state.log_message_bytes));
     let plugin = &*state.name;
     let run = &*state.run_id;
     match level {
@@ -116,6 +118,29 @@ fn scratchpad_set(state: &mut PluginState, key: String, value: String) -> wasmti
     Ok(())
 }
 
+/// What a log line costs beyond its text: an empty message is not free.
+pub(crate) const LOG_LINE_COST: usize = 64;
+
+/// `text` as one line that is safe to print: line breaks and every other
+/// control character but tab escaped (`\n`, `\u{1b}`), so a guest can
+/// neither forge a log line nor drive the terminal.
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push('\t'),
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
 /// The longest prefix of `text` within `max` bytes that ends on a character
 /// boundary.
 fn truncate(text: &str, max: usize) -> &str {
@@ -131,7 +156,14 @@ fn truncate(text: &str, max: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::truncate;
+    use super::{one_line, truncate};
+
+    #[test]
+    fn a_message_stays_one_line_and_cannot_drive_the_terminal() {
+        assert_eq!(one_line("plain\ttext"), "plain\ttext");
+        assert_eq!(one_line("a\nforged line\r"), "a\\nforged line\\r");
+        assert_eq!(one_line("\u{1b}]0;title\u{7}"), "\\u{1b}]0;title\\u{7}");
+    }
 
     #[test]
     fn truncation_never_splits_a_character() {

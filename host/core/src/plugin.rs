@@ -295,7 +295,17 @@ impl Plugin {
         let on_event: OnEvent<'_> = unsafe { TypedFunc::new_unchecked(func) };
         store.set_epoch_deadline(self.deadline_ticks);
         let result = on_event.call(&mut *store, (ctx, event));
-        let output_full = store.data_mut().drain_output();
+        if store.data_mut().drain_output() {
+            return Err(FailClosed::new(
+                &self.name,
+                Cause::Limit,
+                format!(
+                    "wrote more than its log budget of {} bytes to stdout or stderr in one run (each line counts {} bytes more than it prints)",
+                    self.limits.log_bytes_per_run,
+                    crate::imports::LOG_LINE_COST
+                ),
+            ));
+        }
         match result {
             Ok((flow,)) if flow.payload_len() > self.limits.answer_bytes => Err(FailClosed::new(
                 &self.name,
@@ -307,14 +317,6 @@ impl Plugin {
                 ),
             )),
             Ok((flow,)) => Ok(flow),
-            Err(_) if output_full => Err(FailClosed::new(
-                &self.name,
-                Cause::Limit,
-                format!(
-                    "wrote more than {} bytes to stdout or stderr in one run",
-                    self.limits.log_bytes_per_run
-                ),
-            )),
             Err(e) => Err(classify(&self.name, &self.limits, Cause::Trap, e)),
         }
     }

@@ -12,6 +12,7 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
+use crate::imports::{LOG_LINE_COST, one_line};
 use crate::limits::{Limiter, Limits};
 
 /// What a guest's store holds: its limits, its config and run-scoped state.
@@ -111,26 +112,44 @@ impl PluginState {
             .collect()
     }
 
+    /// Charges a log line of `bytes` to the run's log budget (its text plus
+    /// [`LOG_LINE_COST`]); false when the budget is spent.
+    pub(crate) fn charge_log(&mut self, bytes: usize) -> bool {
+        self.log_used = self
+            .log_used
+            .saturating_add(bytes)
+            .saturating_add(LOG_LINE_COST);
+        self.log_used <= self.log_limit
+    }
+
     /// Sends what the guest wrote to stdout/stderr since the last call to the
-    /// log; returns whether either pipe is full (the guest hit its log limit).
+    /// log, each line charged like a `log` call; returns whether the guest
+    /// spent its log budget (or filled a pipe).
     pub(crate) fn drain_output(&mut self) -> bool {
         let Some(wasi) = self.wasi.as_deref_mut() else {
             return false;
         };
-        let mut full = false;
+        let mut spent = false;
+        let mut lines = Vec::new();
         for (i, pipe) in [&wasi.stdout, &wasi.stderr].into_iter().enumerate() {
             let contents = pipe.contents();
-            full |= contents.len() >= self.log_limit;
+            spent |= contents.len() >= self.log_limit;
             if contents.len() > wasi.logged[i] {
-                let text = String::from_utf8_lossy(&contents[wasi.logged[i]..]);
-                let stream = if i == 0 { "stdout" } else { "stderr" };
-                for line in text.lines() {
-                    tracing::info!(target: "hookbox::guest", plugin = &*self.name, stream, "{line}");
-                }
+                let text = String::from_utf8_lossy(&contents[wasi.logged[i]..]).into_owned();
+                lines.push((if i == 0 { "stdout" } else { "stderr" }, text));
                 wasi.logged[i] = contents.len();
             }
         }
-        full
+        for (stream, text) in lines {
+            for line in text.lines() {
+                if !self.charge_log(line.len()) {
+                    return true;
+                }
+                let line = one_line(line);
+                tracing::info!(target: "hookbox::guest", plugin = &*self.name, stream, "{line}");
+            }
+        }
+        spent
     }
 }
 

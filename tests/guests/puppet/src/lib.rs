@@ -63,6 +63,14 @@ fn run(command: &str) -> Flow {
         "log-flood" => loop {
             log::info(&"flood ".repeat(200));
         },
+        // Empty messages: free once, so they flooded the log unbounded.
+        "log-empty-flood" => loop {
+            log::info("");
+        },
+        "log-forge" => {
+            log::warn("ok\nplugin=\"other\" forged line\u{1b}]0;pwned\u{7}");
+            Flow::Continue
+        }
         "scratch-flood" => {
             for i in 0.. {
                 scratchpad::set(&format!("k{i}"), &"v".repeat(4096));

@@ -1,7 +1,8 @@
 //! A wasm32-wasip2 guest that reaches for every ambient capability WASI
 //! offers and reports what it found, as the reason of a terminate flow:
 //! `files=... env=... args=... net=... time=... elapsed=...`. It also prints a line to
-//! stdout and stderr, which the host must route to its log.
+//! stdout and stderr, which the host must route to its log. Called for the
+//! tool `newline-flood`, it prints 200,000 empty lines instead.
 
 use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent};
 
@@ -12,7 +13,13 @@ impl Hook for Probe {
         vec![EventKind::ToolCall]
     }
 
-    fn on_event(_ctx: &HookContext, _event: StepEvent) -> Flow {
+    fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
+        if let StepEvent::ToolCall(call) = &event
+            && call.tool_name == "newline-flood"
+        {
+            print!("{}", "\n".repeat(200_000));
+            return Flow::Continue;
+        }
         let files = ["/", ".", "/etc/passwd", "/proc/self/environ"]
             .iter()
             .filter(|p| std::fs::metadata(p).is_ok() || std::fs::read_dir(p).is_ok())
