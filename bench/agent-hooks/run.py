@@ -9,8 +9,9 @@ machine.
 
 Each contestant gets a PreToolUse-like tool call from its agent's
 documented input shape (a `ls` that every guard lets through, so the whole
-stack runs), through the example plugins' directory with the compile cache
-warm and session state on. Prints median and p99 in ms and the ratio of
+stack runs), through a directory of the example plugins with the compile cache
+warm and session state on: four example guards (deny-tools, path-jail,
+redact-secrets, repair-tools). Prints median and p99 in ms and the ratio of
 medians to the Python hook."""
 import json
 import os
@@ -45,11 +46,21 @@ def main():
     if not os.path.exists(HOOKBOX) or not os.path.isdir(PLUGINS):
         sys.exit("build first: cargo build --release -p hookbox-cli && cargo xtask plugins target/bench-hooks/plugins")
     scratch = tempfile.mkdtemp(prefix="hookbox-bench-hooks-")
+    # The guards a user would put on every tool call: four of the examples.
+    plugins = os.path.join(scratch, "plugins")
+    os.makedirs(plugins)
+    manifest = []
+    for name in ["deny-tools", "path-jail", "redact-secrets", "repair-tools"]:
+        with open(os.path.join(PLUGINS, f"{name}.wasm"), "rb") as src, open(os.path.join(plugins, f"{name}.wasm"), "wb") as dst:
+            dst.write(src.read())
+        manifest.append(f'[[plugin]]\nfile = "{name}.wasm"\n')
+    with open(os.path.join(plugins, "hookbox.toml"), "w") as f:
+        f.write("\n".join(manifest))
     env = dict(os.environ, HOOKBOX_CACHE_DIR=os.path.join(scratch, "cache"), HOOKBOX_STATE_DIR=os.path.join(scratch, "state"))
     contestants = {"python": ([sys.executable, os.path.join(os.path.dirname(__file__), "plain_guard.py")],
                               json.dumps(INPUTS["claude-code"]).encode())}
     for agent, hook in INPUTS.items():
-        contestants[agent] = ([HOOKBOX, "hook", agent, "--plugins", PLUGINS], json.dumps(hook).encode())
+        contestants[agent] = ([HOOKBOX, "hook", agent, "--plugins", plugins], json.dumps(hook).encode())
     for argv, stdin in contestants.values():  # warm the compile cache and the page cache
         subprocess.run(argv, input=stdin, env=env, capture_output=True, check=False)
     times = {name: [] for name in contestants}
