@@ -1,5 +1,5 @@
 //! The `hookbox` command line: run an agent under a plugin directory, serve
-//! a stack over HTTP, answer Claude Code's hooks, check plugins, replay
+//! a stack over HTTP, answer coding agents' hooks, check plugins, replay
 //! recorded events through a stack, watch a directory. Parsing, logging,
 //! standard streams and exit codes only: the work is done by the crates
 //! below (`hookbox`, `hookbox-runner`, `hookbox-serve`, `hookbox-agents`).
@@ -11,11 +11,12 @@
 //! ended in an error (model unreachable); 2 bad usage or setup (arguments,
 //! files, plugins that cannot load, an address in use); `run` also exits 3
 //! when a hook terminated the run, 4 when it failed closed, 5 when it
-//! stopped otherwise. `claude-code` exits as Claude Code expects (0, or 2 to
-//! block).
+//! stopped otherwise. `hook` (and `claude-code`) exits as its agent expects:
+//! 0 with the answer in JSON, or 2 where that agent denies on exit 2.
 
 mod agent_hook;
 mod run;
+mod terminal;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -232,7 +233,7 @@ where
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("hookbox: {e:#}");
+            terminal::tell!("hookbox: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -310,7 +311,7 @@ fn serve(
     tokio.block_on(async {
         let source = hookbox_serve::StackSource::watch(&runtime, dir, debounce)?;
         let server = hookbox_serve::Server::start(source, listen, config).await?;
-        eprintln!(
+        terminal::tell!(
             "hookbox serve: {} on http://{} (POST /runs, POST /runs/ID/events, GET /status, GET /metrics)",
             dir.display(),
             server.addr
@@ -329,7 +330,7 @@ fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode
         std::time::Duration::from_millis(debounce_ms),
     )?);
     let first = watcher.snapshot();
-    eprintln!(
+    terminal::tell!(
         "watching {}: generation 1, {} plugin(s), loaded in {:.1} ms",
         dir.display(),
         first.plugins.len(),
@@ -337,9 +338,12 @@ fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode
     );
     for status in &first.plugins {
         if let Err(error) = &status.result {
-            eprintln!(
+            terminal::tell!(
                 "  {} ({}): {}: {}",
-                status.name, status.file, error.phase, error.reason
+                status.name,
+                status.file,
+                error.phase,
+                error.reason
             );
         }
     }
@@ -347,7 +351,7 @@ fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode
     std::thread::spawn(move || {
         loop {
             if let Some(report) = reporter.next_report(std::time::Duration::from_secs(3600)) {
-                eprintln!(
+                terminal::tell!(
                     "reload: generation {} in {:.1} ms; compiled [{}]; removed [{}]",
                     report.generation,
                     report.took.as_secs_f64() * 1e3,
@@ -355,12 +359,14 @@ fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode
                     report.removed.join(", ")
                 );
                 if let Some(why) = &report.directory_error {
-                    eprintln!("  failed: {why}");
+                    terminal::tell!("  failed: {why}");
                 }
                 for error in &report.errors {
-                    eprintln!(
+                    terminal::tell!(
                         "  failed: {}: {}: {}",
-                        error.plugin, error.phase, error.reason
+                        error.plugin,
+                        error.phase,
+                        error.reason
                     );
                 }
             }
@@ -389,7 +395,7 @@ fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode
         let event: StepEvent = match serde_json::from_str(trimmed) {
             Ok(event) => event,
             Err(e) => {
-                eprintln!("{name}:{}: not an event: {e}", index + 1);
+                terminal::tell!("{name}:{}: not an event: {e}", index + 1);
                 continue;
             }
         };
@@ -416,7 +422,7 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
         } else if path.is_file() {
             check_file(&runtime, path)
         } else {
-            eprintln!("{}: no such file or directory", path.display());
+            terminal::tell!("{}: no such file or directory", path.display());
             false
         };
         failed |= !ok;
@@ -432,12 +438,12 @@ fn check(paths: &[PathBuf]) -> Result<ExitCode> {
 fn check_file(runtime: &Runtime, path: &Path) -> bool {
     match Plugin::from_file(runtime, path, PluginOptions::default()) {
         Ok(plugin) => {
-            println!("{}: ok", path.display());
+            terminal::say!("{}: ok", path.display());
             describe(&plugin);
             true
         }
         Err(e) => {
-            eprintln!("{}: refused: {e}", path.display());
+            terminal::tell!("{}: refused: {e}", path.display());
             if !matches!(e.phase, LoadPhase::Read | LoadPhase::Compile) {
                 refused_facts(runtime, &e.plugin, path);
             }
@@ -451,7 +457,7 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
     let loaded = match hookbox::directory::load(runtime, dir) {
         Ok(loaded) => loaded,
         Err(e) => {
-            eprintln!("{e}");
+            terminal::tell!("{e}");
             return false;
         }
     };
@@ -460,7 +466,7 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
     } else {
         "no manifest: every *.wasm in file-name order"
     };
-    println!(
+    terminal::say!(
         "{}: {} plugin(s) ({source})",
         dir.display(),
         loaded.plugins.len()
@@ -473,20 +479,23 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
         };
         match &status.result {
             Ok(plugin) => {
-                println!("- {} ({}, {required}): ok", status.name, status.file);
+                terminal::say!("- {} ({}, {required}): ok", status.name, status.file);
                 describe(plugin);
             }
             Err(error) => {
-                eprintln!(
+                terminal::tell!(
                     "- {} ({}, {required}): {}: {}",
-                    status.name, status.file, error.phase, error.reason
+                    status.name,
+                    status.file,
+                    error.phase,
+                    error.reason
                 );
                 refused_facts(runtime, &status.name, &dir.join(&status.file));
             }
         }
     }
     for file in &loaded.unlisted {
-        println!("- {file}: not in hookbox.toml, not loaded");
+        terminal::say!("- {file}: not in hookbox.toml, not loaded");
     }
     loaded.failures().next().is_none()
 }
@@ -502,13 +511,13 @@ fn refused_facts(runtime: &Runtime, name: &str, path: &Path) {
 }
 
 fn describe(plugin: &Plugin) {
-    println!("  name:          {}", plugin.name());
+    terminal::say!("  name:          {}", plugin.name());
     facts(plugin.info(), Some(plugin.subscriptions()));
 }
 
 /// The language-agnostic facts of a component.
 fn facts(info: &PluginInfo, subscriptions: Option<EventKinds>) {
-    println!("  size:          {} bytes", info.size_bytes);
+    terminal::say!("  size:          {} bytes", info.size_bytes);
     // Outermost first: the last producers section is the component's own.
     let produced = |fields: &[&str]| -> String {
         let values: Vec<&str> = info
@@ -521,11 +530,11 @@ fn facts(info: &PluginInfo, subscriptions: Option<EventKinds>) {
             .collect();
         or_none(&values.join(", ")).to_owned()
     };
-    println!("  languages:     {}", produced(&["language"]));
-    println!("  built with:    {}", produced(&["processed-by", "sdk"]));
+    terminal::say!("  languages:     {}", produced(&["language"]));
+    terminal::say!("  built with:    {}", produced(&["processed-by", "sdk"]));
     if let Some(kinds) = subscriptions {
         let kinds: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
-        println!("  subscriptions: {}", or_none(&kinds.join(", ")));
+        terminal::say!("  subscriptions: {}", or_none(&kinds.join(", ")));
     }
     let imports: Vec<String> = info
         .imports
@@ -538,10 +547,10 @@ fn facts(info: &PluginInfo, subscriptions: Option<EventKinds>) {
             }
         })
         .collect();
-    println!("  imports:       {}", or_none(&imports.join(", ")));
-    println!("  exports:       {}", or_none(&info.exports.join(", ")));
+    terminal::say!("  imports:       {}", or_none(&imports.join(", ")));
+    terminal::say!("  exports:       {}", or_none(&info.exports.join(", ")));
     if info.uses_wasi {
-        println!(
+        terminal::say!(
             "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"
         );
     }

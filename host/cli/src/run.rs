@@ -17,12 +17,7 @@ use hookbox_runner::{
     RunStatus, ScriptedModel, ShellTool, ToolSet, Workspace, text::cut,
 };
 
-/// `println!` that does not panic when stdout is closed (`| head`).
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
+use crate::terminal::say;
 
 #[derive(Args)]
 pub struct RunArgs {

@@ -79,16 +79,18 @@ impl ScriptedModel {
     pub fn from_file(path: &Path) -> Result<ScriptedModel, Error> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::Setup(format!("cannot read the script {}: {e}", path.display())))?;
-        ScriptedModel::from_json(&text)
-            .map_err(|e| Error::Setup(format!("the script {}: {e}", path.display())))
+        ScriptedModel::from_json(&text).map_err(|e| match e {
+            Error::Setup(what) => Error::Setup(format!("the script {}: {what}", path.display())),
+            other => other,
+        })
     }
 
     /// Parses a script (the JSON form above).
     ///
     /// # Errors
-    /// A message saying what is wrong and where.
-    pub fn from_json(text: &str) -> Result<ScriptedModel, String> {
-        let script: Script = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    /// [`Error::Setup`] saying what is wrong and where.
+    pub fn from_json(text: &str) -> Result<ScriptedModel, Error> {
+        let script: Script = serde_json::from_str(text).map_err(|e| Error::Setup(e.to_string()))?;
         let turns = script
             .turns
             .into_iter()
@@ -250,7 +252,8 @@ mod tests {
     fn scripts_are_checked() {
         let err = ScriptedModel::from_json(r#"{"turns":[{"contnet":"x"}]}"#)
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(err.contains("contnet"), "{err}");
         let model = ScriptedModel::from_json(
             r#"{"turns":[{"tool_calls":[{"name":"a","arguments":{"x":1}},{"name":"b","arguments":"{oops"}]}]}"#,
