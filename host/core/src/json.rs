@@ -74,6 +74,25 @@ pub fn canonical(text: &str) -> Option<String> {
     }
 }
 
+/// The first index from `at` of a byte a string token must look at: `"`,
+/// `\\` or a control character; eight bytes at a time.
+fn plain_run(bytes: &[u8], mut at: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let v = u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+        let special = has_zero(v ^ (ONES * u64::from(b'"')))
+            | has_zero(v ^ (ONES * u64::from(b'\\')))
+            | (v.wrapping_sub(ONES * 0x20) & !v & HIGH);
+        if special != 0 {
+            break;
+        }
+        at += 8;
+    }
+    at
+}
+
 fn slow_canonical(text: &str) -> Option<String> {
     serde_json::from_str::<serde_json::Value>(text)
         .ok()
@@ -188,6 +207,7 @@ impl<'a> Canonical<'a> {
         let mut end = start + 1;
         let mut escaped = false;
         loop {
+            end = plain_run(self.bytes, end);
             match *self.bytes.get(end)? {
                 b'"' => break,
                 b'\\' => {
@@ -278,7 +298,8 @@ mod tests {
                 "k",
                 "\\u007f",
             ];
-            let n = self.next(4);
+            // Long enough for the eight-byte scan, with specials anywhere.
+            let n = self.next(24);
             let body: String = (0..n)
                 .map(|_| pieces[self.next(pieces.len() as u64) as usize])
                 .collect();
