@@ -188,6 +188,33 @@ fn a_guest_flooding_the_log_hits_its_log_limit() {
 }
 
 #[test]
+fn many_tiny_scratchpad_entries_count_their_bookkeeping() {
+    fails_closed(
+        patient("tiny"),
+        tool_call("tiny:scratch-tiny", "{}"),
+        Cause::Limit,
+    );
+}
+
+#[test]
+fn an_event_past_the_hosts_bound_is_refused_before_any_guest_runs() {
+    let stack = stack(&[puppet("p")]).with_max_event_bytes(4096);
+    let mut run = stack.start_run("r");
+    let big = format!(r#"{{"content":"{}"}}"#, "x".repeat(5000));
+    let failure = dispatch(&mut run, &tool_call("write_file", &big)).unwrap_err();
+    assert_eq!(
+        (&*failure.plugin, failure.cause),
+        ("hookbox", Cause::Oversized),
+        "the host names itself, not the guard: {failure}"
+    );
+    assert!(run.scratchpads().is_empty(), "no guest was started");
+    // Within the bound, the same stack runs the guard.
+    let fits = stack.start_run("r2");
+    let mut fits = fits;
+    assert!(dispatch(&mut fits, &tool_call("write_file", "{}")).is_ok());
+}
+
+#[test]
 fn empty_log_messages_are_not_free() {
     fails_closed(
         patient("quiet"),

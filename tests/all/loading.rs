@@ -177,3 +177,28 @@ fn a_good_plugin_reports_its_facts() {
     );
     assert!(info.exports.contains(&"on-event".to_string()));
 }
+
+#[test]
+fn a_file_that_is_not_webassembly_is_refused_in_one_short_line() {
+    let text = "definitely not a component\n".repeat(100_000);
+    let error = load(text.as_bytes()).expect_err("refused");
+    assert_eq!(error.phase, LoadPhase::Compile);
+    assert!(error.reason.contains("not a WebAssembly binary"), "{error}");
+    assert!(
+        error.to_string().len() < 300,
+        "nothing of the file is quoted: {error}"
+    );
+}
+
+#[test]
+fn a_plugin_past_the_size_bound_is_refused_before_it_is_read() {
+    let runtime = hookbox::Runtime::new(hookbox::RuntimeConfig {
+        max_plugin_bytes: 1024,
+        ..hookbox::RuntimeConfig::default()
+    })
+    .unwrap();
+    let path = std::path::Path::new(hookbox_tests::guests::DENY_TOOLS);
+    let error = Plugin::from_file(&runtime, path, PluginOptions::default()).unwrap_err();
+    assert_eq!(error.phase, LoadPhase::Read, "{error}");
+    assert!(error.reason.contains("max_plugin_bytes"), "{error}");
+}

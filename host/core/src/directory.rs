@@ -135,7 +135,7 @@ pub(crate) fn load_with(
                 limits: Some(entry.limits.apply(&runtime.config().default_limits)),
                 config: entry.config_text(),
             };
-            let state = match read_inside(dir, &entry.file) {
+            let state = match read_inside(dir, &entry.file, runtime.config().max_plugin_bytes) {
                 Err(reason) => Ready(Err(LoadError::new(&name, LoadPhase::Read, reason))),
                 Ok(bytes) => match reuse(&entry, &bytes, &options) {
                     Some(plugin) => Ready(Ok(plugin)),
@@ -273,7 +273,7 @@ fn wasm_files(dir: &Path) -> std::io::Result<Vec<String>> {
 
 /// Reads `file` from `dir`, refusing anything that leaves the directory or
 /// is not a regular `.wasm` file.
-fn read_inside(dir: &Path, file: &str) -> Result<Vec<u8>, String> {
+fn read_inside(dir: &Path, file: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
     let relative = Path::new(file);
     if !file.ends_with(".wasm") {
         return Err("only `.wasm` components are loaded".into());
@@ -299,8 +299,15 @@ fn read_inside(dir: &Path, file: &str) -> Result<Vec<u8>, String> {
             resolved.display()
         ));
     }
-    if !resolved.is_file() {
+    let meta = std::fs::metadata(&resolved).map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_file() {
         return Err("not a regular file".into());
+    }
+    if meta.len() > max_bytes as u64 {
+        return Err(format!(
+            "it is {} bytes, more than the {max_bytes} a plugin may be (RuntimeConfig::max_plugin_bytes)",
+            meta.len()
+        ));
     }
     std::fs::read(&resolved).map_err(|e| format!("cannot read it: {e}"))
 }

@@ -36,6 +36,9 @@ pub struct RuntimeConfig {
     pub max_memory_bytes: usize,
     /// Limits for plugins that do not set their own.
     pub default_limits: Limits,
+    /// The largest plugin file accepted, in bytes (a JavaScript or Python
+    /// guard is 12–18 MiB); a larger one is refused before it is read.
+    pub max_plugin_bytes: usize,
     /// Where compiled components are cached (see [`crate::cache`]); `None`
     /// compiles every time. [`crate::cache::default_dir`] is the usual place.
     pub cache_dir: Option<std::path::PathBuf>,
@@ -50,6 +53,7 @@ impl Default for RuntimeConfig {
             max_instances: 1000,
             max_memory_bytes: 1 << 30,
             default_limits: Limits::default(),
+            max_plugin_bytes: 128 << 20,
             cache_dir: None,
         }
     }

@@ -10,6 +10,29 @@ use wasmtime::component::{ComponentType, Lift, Lower};
 
 use crate::json::json_text;
 
+impl StepEvent {
+    /// Bytes of text the event carries (its prompts, contents, arguments,
+    /// results, deltas): what lowering it into a guest copies.
+    pub fn payload_len(&self) -> usize {
+        let messages = |m: &[Message]| m.iter().map(|m| m.content.len()).sum::<usize>();
+        match self {
+            StepEvent::CompletionCall(e) => e.prompt.len() + messages(&e.history),
+            StepEvent::CompletionResponse(e) => e.prompt.len() + e.response.content.len(),
+            StepEvent::ModelTurnFinished(e) => e.content.len(),
+            StepEvent::InvalidToolCall(e) => {
+                e.tool_name.len() + e.args.as_ref().map_or(0, String::len)
+            }
+            StepEvent::ToolCall(e) => e.tool_name.len() + e.args.len(),
+            StepEvent::ToolResult(e) => {
+                e.tool_name.len() + e.args.len() + e.result.len() + e.extensions.len()
+            }
+            StepEvent::TextDelta(e) => e.delta.len() + e.aggregated.len(),
+            StepEvent::ToolCallDelta(e) => e.delta.len(),
+            StepEvent::StreamResponseFinish(e) => e.prompt.len() + e.response.content.len(),
+        }
+    }
+}
+
 /// Where in the run a step happens.
 #[derive(
     Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower,

@@ -66,7 +66,7 @@ pub(crate) fn add_to_linker(linker: &mut Linker<PluginState>) -> wasmtime::Resul
     scratchpad.func_wrap("remove", |mut store: Ctx<'_>, (key,): (String,)| {
         let state = store.data_mut();
         if let Some(old) = state.scratchpad.remove(&key) {
-            state.scratchpad_used -= key.len() + old.len();
+            state.scratchpad_used -= entry_cost(&key, &old);
         }
         Ok(())
     })?;
@@ -102,8 +102,8 @@ fn scratchpad_set(state: &mut PluginState, key: String, value: String) -> wasmti
     let freed = state
         .scratchpad
         .get(&key)
-        .map_or(0, |old| key.len() + old.len());
-    let used = state.scratchpad_used - freed + key.len() + value.len();
+        .map_or(0, |old| entry_cost(&key, old));
+    let used = state.scratchpad_used - freed + entry_cost(&key, &value);
     if used > state.scratchpad_limit {
         return Err(wasmtime::Error::new(LimitExceeded::new(
             Cause::Limit,
@@ -116,6 +116,16 @@ fn scratchpad_set(state: &mut PluginState, key: String, value: String) -> wasmti
     state.scratchpad_used = used;
     state.scratchpad.insert(key, value);
     Ok(())
+}
+
+/// What a scratchpad entry costs beyond its key and value: the host's own
+/// bookkeeping per entry, so many tiny keys cannot cost the host far more
+/// memory than the quota says.
+pub(crate) const SCRATCHPAD_ENTRY_COST: usize = 64;
+
+/// What an entry counts against the scratchpad quota.
+pub(crate) fn entry_cost(key: &str, value: &str) -> usize {
+    key.len() + value.len() + SCRATCHPAD_ENTRY_COST
 }
 
 /// What a log line costs beyond its text: an empty message is not free.

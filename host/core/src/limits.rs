@@ -23,7 +23,8 @@ pub struct Limits {
     pub log_bytes_per_run: usize,
     /// Longer log messages are truncated to this many bytes.
     pub log_message_bytes: usize,
-    /// Bytes of keys and values a guest may keep in its scratchpad.
+    /// Bytes of keys and values a guest may keep in its scratchpad; each
+    /// entry counts 64 bytes more.
     pub scratchpad_bytes: usize,
 }
 

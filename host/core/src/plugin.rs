@@ -73,13 +73,19 @@ impl Plugin {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "plugin".into());
-        let bytes = std::fs::read(path).map_err(|e| {
+        let read_error = |e: std::io::Error| {
             LoadError::new(
                 &name,
                 LoadPhase::Read,
                 format!("cannot read {}: {e}", path.display()),
             )
-        })?;
+        };
+        let size = std::fs::metadata(path).map_err(read_error)?.len();
+        let max = runtime.config().max_plugin_bytes;
+        if size > max as u64 {
+            return Err(too_big(&name, size, max));
+        }
+        let bytes = std::fs::read(path).map_err(read_error)?;
         Plugin::from_bytes(runtime, &name, &bytes, options)
     }
 
@@ -97,6 +103,16 @@ impl Plugin {
         options: PluginOptions,
     ) -> Result<Plugin, LoadError> {
         let load_error = |phase, reason: String| LoadError::new(name, phase, reason);
+        let max = runtime.config().max_plugin_bytes;
+        if bytes.len() > max {
+            return Err(too_big(name, bytes.len() as u64, max));
+        }
+        if !bytes.starts_with(b"\0asm") {
+            return Err(load_error(
+                LoadPhase::Compile,
+                "not a WebAssembly binary (it does not start with `\\0asm`): a plugin is a component, built as the README's \"Write a guard\" says".into(),
+            ));
+        }
         if is_core_module(bytes) {
             return Err(load_error(
                 LoadPhase::Compile,
@@ -385,6 +401,17 @@ pub(crate) fn classify(
         );
     }
     FailClosed::new(plugin, fallback, message)
+}
+
+/// The refusal of a plugin file past the runtime's size bound.
+pub(crate) fn too_big(name: &str, size: u64, max: usize) -> LoadError {
+    LoadError::new(
+        name,
+        LoadPhase::Read,
+        format!(
+            "is {size} bytes, more than the {max} a plugin may be (RuntimeConfig::max_plugin_bytes)"
+        ),
+    )
 }
 
 /// Whether `bytes` is a core module rather than a component (both start

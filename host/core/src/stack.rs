@@ -127,9 +127,24 @@ enum Entry {
 pub struct HookStack {
     entries: Vec<Entry>,
     subscriptions: EventKinds,
+    /// See [`HookStack::with_max_event_bytes`]; `None` is the default.
+    max_event_bytes: Option<usize>,
 }
 
 impl HookStack {
+    /// The most text an event may carry by default (32 MiB: half of a
+    /// guest's default memory).
+    pub const DEFAULT_MAX_EVENT_BYTES: usize = 32 << 20;
+
+    /// The stack with another bound on the text an event may carry. An
+    /// event past it is refused before any guest runs: the run fails closed
+    /// naming `hookbox` itself, cause `oversized`, not a guest that could
+    /// not hold it.
+    pub fn with_max_event_bytes(mut self, bytes: usize) -> HookStack {
+        self.max_event_bytes = Some(bytes);
+        self
+    }
+
     /// An empty stack (continue on everything but invalid-tool-call).
     pub fn new() -> HookStack {
         HookStack::default()
@@ -194,6 +209,9 @@ impl HookStack {
             },
             slots: self.slots(),
             subscriptions: self.subscriptions,
+            max_event_bytes: self
+                .max_event_bytes
+                .unwrap_or(HookStack::DEFAULT_MAX_EVENT_BYTES),
             ended: None,
         }
     }
@@ -235,6 +253,8 @@ pub struct Run {
     /// What any hook of the stack subscribed to: other kinds are answered
     /// without walking the stack.
     subscriptions: EventKinds,
+    /// Events carrying more text are refused before any guest runs.
+    max_event_bytes: usize,
     ended: Option<Outcome>,
 }
 
@@ -307,7 +327,7 @@ impl Run {
         }
         dispatch_to(
             &mut self.slots,
-            self.subscriptions,
+            (self.subscriptions, self.max_event_bytes),
             &mut self.ended,
             &self.ctx,
             event,
@@ -386,7 +406,7 @@ impl Run {
     pub fn dispatch(&mut self, ctx: &HookContext, event: &StepEvent) -> Outcome {
         dispatch_to(
             &mut self.slots,
-            self.subscriptions,
+            (self.subscriptions, self.max_event_bytes),
             &mut self.ended,
             ctx,
             event,
@@ -398,7 +418,7 @@ impl Run {
 /// context.
 fn dispatch_to(
     slots: &mut [Slot],
-    subscriptions: EventKinds,
+    (subscriptions, max_event_bytes): (EventKinds, usize),
     ended: &mut Option<Outcome>,
     ctx: &HookContext,
     event: &StepEvent,
@@ -407,6 +427,19 @@ fn dispatch_to(
         return ended.clone();
     }
     let kind = event.kind();
+    if subscriptions.contains(kind) && event.payload_len() > max_event_bytes {
+        // The host's own bound: no guest is blamed for text it never got.
+        let failure = FailClosed::new(
+            &Arc::from("hookbox"),
+            Cause::Oversized,
+            format!(
+                "the `{kind}` event carries {} bytes of text, more than the {max_event_bytes} this host accepts; refused before any plugin ran",
+                event.payload_len()
+            ),
+        );
+        *ended = Some(Err(failure.clone()));
+        return Err(failure);
+    }
     if !subscriptions.contains(kind) && kind != EventKind::InvalidToolCall {
         return Ok(Decision::new(kind.default_flow()));
     }

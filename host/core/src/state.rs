@@ -12,7 +12,7 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use crate::imports::{LOG_LINE_COST, one_line};
+use crate::imports::{LOG_LINE_COST, entry_cost, one_line};
 use crate::limits::{Limiter, Limits};
 
 /// What a guest's store holds: its limits, its config and run-scoped state.
@@ -77,7 +77,7 @@ impl PluginState {
         limits: &Limits,
         seed: BTreeMap<String, String>,
     ) -> Result<PluginState, usize> {
-        let scratchpad_used: usize = seed.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let scratchpad_used: usize = seed.iter().map(|(k, v)| entry_cost(k, v)).sum();
         if scratchpad_used > limits.scratchpad_bytes {
             return Err(scratchpad_used);
         }

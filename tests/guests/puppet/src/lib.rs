@@ -71,6 +71,13 @@ fn run(command: &str) -> Flow {
             log::warn("ok\nplugin=\"other\" forged line\u{1b}]0;pwned\u{7}");
             Flow::Continue
         }
+        // 20,000 tiny entries: 140 KB of keys, far more in host bookkeeping.
+        "scratch-tiny" => {
+            for i in 0..20_000 {
+                scratchpad::set(&format!("k{i}"), "");
+            }
+            Flow::Continue
+        }
         "scratch-flood" => {
             for i in 0.. {
                 scratchpad::set(&format!("k{i}"), &"v".repeat(4096));
