@@ -13,6 +13,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use crate::model::ToolSpec;
 use crate::tools::{Tool, ToolOutput};
 
+/// Paths `write_file` never writes: version-control and tool configuration
+/// that can make the user's next command run something (`core.fsmonitor`,
+/// hooks).
+const PROTECTED: [&str; 6] = [".git", ".hg", ".svn", ".jj", ".husky", ".envrc"];
+
 /// A directory the file tools are confined to.
 #[derive(Clone, Debug)]
 pub struct Workspace {
@@ -214,22 +219,51 @@ impl WorkspaceTool {
             }
             FileOp::Write => {
                 let content = args.get("content").and_then(Value::as_str).unwrap_or("");
+                if let Some(part) = Path::new(path)
+                    .components()
+                    .find_map(|c| PROTECTED.iter().find(|p| c.as_os_str() == **p))
+                {
+                    return ToolOutput::error(
+                        ToolErrorKind::InvalidArgs,
+                        format!(
+                            "not written: `{part}` holds version-control or tool configuration, which can run commands; edit it yourself"
+                        ),
+                    );
+                }
                 if let Some(parent) = full.parent()
                     && let Err(e) = tokio::fs::create_dir_all(parent).await
                 {
                     return io(e);
                 }
                 // O_NOFOLLOW: a symlink swapped in since `resolve` is not
-                // followed.
+                // followed. Not truncated on open: a file with a second hard
+                // link may be one outside the workspace, and is refused
+                // before anything is written.
                 let opened = tokio::fs::OpenOptions::new()
                     .write(true)
                     .create(true)
-                    .truncate(true)
+                    .truncate(false)
                     .custom_flags(libc::O_NOFOLLOW)
                     .open(&full)
                     .await;
-                let written = match opened {
-                    Ok(mut file) => file.write_all(content.as_bytes()).await,
+                let mut file = match opened {
+                    Ok(file) => file,
+                    Err(e) => return io(e),
+                };
+                match file.metadata().await {
+                    Ok(meta) if std::os::unix::fs::MetadataExt::nlink(&meta) > 1 => {
+                        return ToolOutput::error(
+                            ToolErrorKind::InvalidArgs,
+                            format!(
+                                "not written: {path} has another hard link, which may lead outside the workspace"
+                            ),
+                        );
+                    }
+                    Ok(_) => {}
+                    Err(e) => return io(e),
+                }
+                let written = match file.set_len(0).await {
+                    Ok(()) => file.write_all(content.as_bytes()).await,
                     Err(e) => Err(e),
                 };
                 match written {
@@ -316,6 +350,54 @@ mod tests {
         ));
         let bad = tools.call("read_file", "{not json").await;
         assert!(bad.result.contains("not JSON"), "{bad:?}");
+    }
+
+    #[tokio::test]
+    async fn a_hard_link_to_a_file_outside_is_not_written_through() {
+        let dir = scratch("hardlink");
+        let ws = Workspace::new(&dir).unwrap();
+        let outside = std::env::temp_dir().join(format!("hookbox-hard-{}", std::process::id()));
+        std::fs::write(&outside, "precious").unwrap();
+        let _ = std::fs::remove_file(dir.join("linked.txt"));
+        std::fs::hard_link(&outside, dir.join("linked.txt")).unwrap();
+        let mut tools = ToolSet::new();
+        for tool in ws.file_tools() {
+            tools.add(tool).unwrap();
+        }
+        let out = tools
+            .call(
+                "write_file",
+                r#"{"path":"linked.txt","content":"overwritten"}"#,
+            )
+            .await;
+        assert!(matches!(out.outcome, ToolOutcome::Error(_)), "{out:?}");
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "precious");
+    }
+
+    #[tokio::test]
+    async fn version_control_configuration_is_not_written() {
+        let dir = scratch("vcs");
+        let ws = Workspace::new(&dir).unwrap();
+        let mut tools = ToolSet::new();
+        for tool in ws.file_tools() {
+            tools.add(tool).unwrap();
+        }
+        for path in [".git/config", "sub/.git/hooks/pre-commit", ".envrc"] {
+            let args = serde_json::json!({"path": path, "content": "[core]\nfsmonitor = touch /tmp/pwned"});
+            let out = tools.call("write_file", &args.to_string()).await;
+            assert!(
+                matches!(out.outcome, ToolOutcome::Error(_)),
+                "{path}: {out:?}"
+            );
+            assert!(!dir.join(path).exists(), "{path}");
+        }
+        let out = tools
+            .call(
+                "write_file",
+                r#"{"path":"src/gitignore.rs","content":"ok"}"#,
+            )
+            .await;
+        assert_eq!(out.outcome, ToolOutcome::Success, "{out:?}");
     }
 
     #[tokio::test]
