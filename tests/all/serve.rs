@@ -697,3 +697,29 @@ fn a_secret_in_a_claude_code_tool_response_never_reaches_the_http_answer() {
         );
     }
 }
+
+#[test]
+fn sessions_keep_their_stack_unless_told_to_end_on_reload() {
+    for end_on_reload in [false, true] {
+        let config = ServeConfig {
+            end_sessions_on_reload: end_on_reload,
+            ..ServeConfig::default()
+        };
+        let f = Fixture::new(&format!("serve-session-reload-{end_on_reload}"), config);
+        let hook = || {
+            let input = json!({"session_id": "s", "hook_event_name": "PreToolUse",
+                               "tool_name": "guard:version", "tool_input": {}, "tool_use_id": "t"});
+            let (_, reply) = f.json("POST", "/claude-code/hook", &input.to_string());
+            reply["hookSpecificOutput"]["permissionDecisionReason"].clone()
+        };
+        assert_eq!(hook(), "v1");
+        manifest(&f.dir, "v2");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while f.json("GET", "/status", "").1["generation"].as_u64() < Some(2) {
+            assert!(Instant::now() < deadline, "no reload");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let expected = if end_on_reload { "v2" } else { "v1" };
+        assert_eq!(hook(), expected, "end_sessions_on_reload = {end_on_reload}");
+    }
+}

@@ -99,6 +99,11 @@ enum Command {
         /// (agents' HTTP hooks).
         #[arg(long)]
         allow_rewrites: bool,
+        /// After a reload, an agent session's next hook starts on the new
+        /// stack (its run state starts afresh); by default a session keeps
+        /// the stack it started with.
+        #[arg(long)]
+        end_sessions_on_reload: bool,
     },
     /// A coding agent's command hook: reads the hook's JSON on stdin, asks
     /// the plugin directory (run state spans the agent's session), answers
@@ -214,7 +219,14 @@ where
             idle_secs,
             max_runs,
             allow_rewrites,
-        } => serve(&dir, listen, idle_secs, max_runs, allow_rewrites),
+            end_sessions_on_reload,
+        } => serve(
+            &dir,
+            listen,
+            (idle_secs, max_runs),
+            allow_rewrites,
+            end_sessions_on_reload,
+        ),
         Command::Check { plugins } => check(&plugins),
         Command::Watch {
             dir,
@@ -274,9 +286,9 @@ pub(crate) fn runtime() -> Result<Runtime> {
 fn serve(
     dir: &Path,
     listen: std::net::SocketAddr,
-    idle_secs: u64,
-    max_runs: usize,
+    (idle_secs, max_runs): (u64, usize),
     allow_rewrites: bool,
+    end_sessions_on_reload: bool,
 ) -> Result<ExitCode> {
     let tokens: Vec<String> = std::env::var("HOOKBOX_SERVE_TOKENS")
         .unwrap_or_default()
@@ -300,6 +312,7 @@ fn serve(
         hooks: hookbox_agents::Options {
             rewrites_grant: allow_rewrites,
         },
+        end_sessions_on_reload,
         tokens,
         ..Default::default()
     };

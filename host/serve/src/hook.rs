@@ -74,7 +74,13 @@ fn decide<P: Protocol>(
     );
     let (live, new) = app
         .runs
-        .session(&client, &key, || app.source.snapshot(), app.config.max_runs)
+        .session(
+            &client,
+            &key,
+            app.source.snapshot(),
+            app.config.end_sessions_on_reload,
+            app.config.max_runs,
+        )
         .ok_or("the server keeps as many live sessions as it may; retry later")?;
     if new {
         app.metrics

@@ -124,6 +124,11 @@ pub struct ServeConfig {
     pub max_body_bytes: usize,
     /// How agents' hooks are answered where the operator has a choice.
     pub hooks: hookbox_agents::Options,
+    /// An agent's session keeps the stack it started with (a Claude Code
+    /// session can last hours). On: its next hook after a reload starts a
+    /// new run on the new stack (its run state, such as a call budget,
+    /// starts afresh), so a tightened policy applies at once.
+    pub end_sessions_on_reload: bool,
     /// Bearer tokens of the clients allowed in; empty lets any client in
     /// (for a loopback listener only: the CLI refuses otherwise). Each
     /// token is one client: runs and sessions are bound to it.
@@ -138,6 +143,7 @@ impl Default for ServeConfig {
             max_in_flight: 64,
             max_body_bytes: 16 << 20,
             hooks: hookbox_agents::Options::default(),
+            end_sessions_on_reload: false,
             tokens: Vec::new(),
         }
     }

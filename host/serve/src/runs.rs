@@ -70,24 +70,32 @@ impl Runs {
     }
 
     /// The run of `client`'s session `key` (and whether it is new), started
-    /// on `snapshot` if there is none; `None` when a new one would be one
-    /// past `max`, or no id can be made.
+    /// on `snapshot` if there is none, or if `renew` and the session's run is
+    /// on an older generation than the snapshot's; `None` when a new one
+    /// would be one past `max`, or no id can be made.
     pub fn session(
         &self,
         client: &Client,
         key: &str,
-        snapshot: impl FnOnce() -> Arc<Snapshot>,
+        snapshot: Arc<Snapshot>,
+        renew: bool,
         max: usize,
     ) -> Option<(Arc<LiveRun>, bool)> {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         let slot = (*client, key.to_owned());
-        if let Some(live) = table.get(&slot) {
-            return Some((live.clone(), false));
+        match table.get(&slot) {
+            Some(live) if !(renew && live.generation != snapshot.generation) => {
+                return Some((live.clone(), false));
+            }
+            Some(_) => {
+                table.remove(&slot);
+            }
+            None => {}
         }
         if table.len() >= max {
             return None;
         }
-        let live = LiveRun::new(&snapshot(), &random_id()?);
+        let live = LiveRun::new(&snapshot, &random_id()?);
         table.insert(slot, live.clone());
         Some((live, true))
     }
