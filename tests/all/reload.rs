@@ -196,3 +196,28 @@ fn runs_never_see_a_mixed_or_missing_stack_while_reloading() {
     }
     assert_eq!(version_of(&watcher), Flow::skip("v10"));
 }
+
+#[test]
+fn a_plugin_in_a_subdirectory_named_by_the_manifest_is_hot_reloaded() {
+    let dir = scratch_dir("subdir");
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    put(&dir, "sub/guard.wasm", guests::PUPPET);
+    std::fs::write(
+        dir.join("hookbox.toml"),
+        "[[plugin]]\nfile = \"sub/guard.wasm\"\nname = \"guard\"\n[plugin.config]\nname = \"guard\"\nversion = \"v1\"\n",
+    )
+    .unwrap();
+    let watcher = DirWatcher::start(runtime(), &dir, DEBOUNCE).unwrap();
+    assert_eq!(version_of(&watcher), Flow::skip("v1"));
+    // Only the subdirectory changes: deny-tools replaces the puppet.
+    put(&dir, "sub/guard.wasm", guests::DENY_TOOLS);
+    let report = watcher
+        .next_report(Duration::from_secs(20))
+        .expect("a change in the subdirectory triggers a reload");
+    assert!(report.errors.is_empty(), "{report:?}");
+    assert_eq!(
+        version_of(&watcher),
+        Flow::Continue,
+        "the new plugin is live"
+    );
+}

@@ -61,7 +61,41 @@ pub struct DirWatcher {
     current: Arc<ArcSwap<Snapshot>>,
     reports: Mutex<Receiver<ReloadReport>>,
     state: Arc<Mutex<Reloader>>,
-    _watcher: notify::RecommendedWatcher,
+    watches: Arc<Watches>,
+}
+
+/// What is watched: the directory, and each subdirectory a manifest entry
+/// lives in (not the whole tree, where caches and editors' files churn).
+struct Watches {
+    dir: PathBuf,
+    watcher: Mutex<notify::RecommendedWatcher>,
+    covered: Mutex<std::collections::HashSet<PathBuf>>,
+}
+
+impl Watches {
+    /// Watches the subdirectories `snapshot`'s plugins live in, if not yet.
+    fn cover(&self, snapshot: &Snapshot) {
+        let (Ok(mut watcher), Ok(mut covered)) = (self.watcher.lock(), self.covered.lock()) else {
+            return;
+        };
+        for status in &snapshot.plugins {
+            let Some(parent) = Path::new(&status.file).parent() else {
+                continue;
+            };
+            if parent.as_os_str().is_empty() || covered.contains(parent) {
+                continue;
+            }
+            match watcher.watch(&self.dir.join(parent), RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    covered.insert(parent.to_path_buf());
+                }
+                Err(e) => tracing::warn!(
+                    dir = %self.dir.join(parent).display(),
+                    "cannot watch a plugin's subdirectory; it reloads with the directory only: {e}"
+                ),
+            }
+        }
+    }
 }
 
 /// The plugins of the live generation, by name, with what they were built
@@ -113,9 +147,18 @@ impl DirWatcher {
         watcher
             .watch(dir, RecursiveMode::NonRecursive)
             .map_err(watch_error)?;
+        let watches = Arc::new(Watches {
+            dir: dir.to_path_buf(),
+            watcher: Mutex::new(watcher),
+            covered: Mutex::default(),
+        });
+        watches.cover(&current.load());
 
         let (reports_tx, reports_rx) = mpsc::channel();
         let (thread_current, thread_state) = (current.clone(), state.clone());
+        // Weak: the watcher (the events' sender) must drop with the
+        // DirWatcher, which ends this thread.
+        let thread_watches = Arc::downgrade(&watches);
         std::thread::Builder::new()
             .name("hookbox-reload".into())
             .spawn(move || {
@@ -135,6 +178,9 @@ impl DirWatcher {
                         Err(_) => return,
                     };
                     log_report(&report);
+                    if let Some(watches) = thread_watches.upgrade() {
+                        watches.cover(&thread_current.load());
+                    }
                     if reports_tx.send(report).is_err() {
                         // Nobody reads the reports; keep reloading anyway.
                     }
@@ -149,7 +195,7 @@ impl DirWatcher {
             current,
             reports: Mutex::new(reports_rx),
             state,
-            _watcher: watcher,
+            watches,
         })
     }
 
@@ -164,7 +210,9 @@ impl DirWatcher {
             .state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.reload_into(&self.current, Instant::now())
+        let report = state.reload_into(&self.current, Instant::now());
+        self.watches.cover(&self.current.load());
+        report
     }
 
     /// Waits up to `timeout` for the next report of a watcher-triggered
