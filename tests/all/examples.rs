@@ -308,3 +308,14 @@ fn a_rewrite_carrying_a_json_escape_is_checked_as_what_the_tool_runs() {
         "the kept rewrite is canonical too"
     );
 }
+
+#[test]
+fn a_rewrite_nested_past_the_one_depth_limit_fails_closed() {
+    let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+    let rewriter = plugin(
+        guests::DIRECTOR,
+        &[("tool-call", &format!("rewrite-args:{deep}"))],
+    );
+    let failure = once(&stack(&[rewriter]), &tool_call("shell", "{}")).unwrap_err();
+    assert_eq!(failure.cause, hookbox::Cause::InvalidJson, "{failure}");
+}
