@@ -29,6 +29,20 @@ fn manifest(dir: &Path, version: &str) {
     std::fs::write(dir.join("hookbox.toml"), text).unwrap();
 }
 
+/// A server of `source` on a loopback port, on its own tokio runtime.
+fn serving(source: StackSource, config: ServeConfig) -> (tokio::runtime::Runtime, Server) {
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let server = tokio
+        .block_on(Server::start(source, addr, config))
+        .expect("server starts");
+    (tokio, server)
+}
+
 /// `dir`, loaded and watched.
 fn watched(dir: &std::path::Path) -> StackSource {
     StackSource::watch(runtime(), dir, std::time::Duration::from_millis(100))
@@ -40,15 +54,7 @@ impl Fixture {
         let dir = scratch_dir(label);
         put(&dir, "guard.wasm", guests::PUPPET);
         manifest(&dir, "v1");
-        let tokio = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-        let server = tokio
-            .block_on(Server::start(watched(&dir), addr, config))
-            .expect("server starts");
+        let (tokio, server) = serving(watched(&dir), config);
         Fixture {
             _tokio: tokio,
             server,
@@ -493,15 +499,7 @@ fn load_test_many_concurrent_sessions_lose_and_mix_nothing() {
         ));
     }
     std::fs::write(dir.join("hookbox.toml"), manifest).unwrap();
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let server = tokio
-        .block_on(Server::start(watched(&dir), addr, ServeConfig::default()))
-        .unwrap();
+    let (_tokio, server) = serving(watched(&dir), ServeConfig::default());
     let addr = server.addr;
     let scale = |var: &str, default: usize| {
         std::env::var(var)
@@ -616,19 +614,7 @@ fn a_fixed_stack_with_a_native_hook_is_served_like_a_directory() {
         }
         _ => hookbox::Flow::Continue,
     }));
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let server = tokio
-        .block_on(Server::start(
-            StackSource::fixed(stack),
-            addr,
-            ServeConfig::default(),
-        ))
-        .unwrap();
+    let (_tokio, server) = serving(StackSource::fixed(stack), ServeConfig::default());
     let (status, created) = request(server.addr, "POST", "/runs", "");
     assert_eq!(status, 201, "{created}");
     let run: Value = serde_json::from_str(&created).unwrap();
@@ -657,15 +643,7 @@ fn a_secret_in_a_claude_code_tool_response_never_reaches_the_http_answer() {
         "[[plugin]]\nfile = \"redact-secrets.wasm\"\n",
     )
     .unwrap();
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let server = tokio
-        .block_on(Server::start(watched(&dir), addr, ServeConfig::default()))
-        .unwrap();
+    let (_tokio, server) = serving(watched(&dir), ServeConfig::default());
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/agent-hooks/claude-code");
     for name in [
         "post-tool-use-read-secret",
