@@ -154,7 +154,14 @@ impl Protocol for Codex {
                 )))
             }
             (Event::PostToolUse, Flow::RewriteResult(result)) => {
-                Reply::json(json!({"decision": "block", "reason": result}))
+                // Codex ignores a block with an empty reason (the output
+                // would pass): an empty rewrite is said as such.
+                let shown = if result.trim().is_empty() {
+                    "(empty output)".to_owned()
+                } else {
+                    result
+                };
+                Reply::json(json!({"decision": "block", "reason": shown}))
             }
             (_, Flow::Terminate(reason)) => Codex::fail(input, &format!("{by}: {reason}")),
             (event, flow) => Codex::fail(
@@ -187,6 +194,12 @@ fn block(event: &Event, reason: &str) -> Reply {
 }
 
 fn pre_deny(reason: &str) -> Value {
+    // Codex runs the tool when a denial's reason is empty.
+    let reason = if reason.trim().is_empty() {
+        "hookbox: blocked"
+    } else {
+        reason
+    };
     json!({
         "hookSpecificOutput": {
             "hookEventName": "PreToolUse",
@@ -197,6 +210,11 @@ fn pre_deny(reason: &str) -> Value {
 }
 
 fn permission_deny(message: &str) -> Value {
+    let message = if message.trim().is_empty() {
+        "hookbox: denied"
+    } else {
+        message
+    };
     json!({
         "hookSpecificOutput": {
             "hookEventName": "PermissionRequest",

@@ -104,8 +104,8 @@ impl Protocol for Copilot {
     fn unreadable(input: &[u8], reason: &str) -> Reply {
         let named = peek_string_field(input, "hookEventName");
         let event = match named.as_deref() {
-            Some("postToolUse") => Event::PostToolUse,
-            Some("permissionRequest") => Event::PermissionRequest,
+            Some("postToolUse" | "PostToolUse") => Event::PostToolUse,
+            Some("permissionRequest" | "PermissionRequest") => Event::PermissionRequest,
             _ => Event::PreToolUse,
         };
         let empty = HookInput {
@@ -126,7 +126,11 @@ impl Protocol for Copilot {
                 fields.insert("hookEventName".into(), event.into());
                 Value::Object(fields).to_string().into_bytes()
             }
-            _ => input.to_vec(),
+            // Unreadable (or cut short): keep the event, so the block is
+            // that event's own.
+            _ => json!({"hookEventName": event, "unreadable": String::from_utf8_lossy(input)})
+                .to_string()
+                .into_bytes(),
         }
     }
 

@@ -148,6 +148,17 @@ impl Protocol for Gemini {
                 Reply::json(json!({"decision": "deny", "reason": reason}))
             }
             (Event::BeforeTool, Flow::RewriteArgs(args)) => match rewritten_object(&args, &by) {
+                // Gemini may merge the new arguments into the old: a key the
+                // guard removed would survive, so such a rewrite is denied.
+                Ok(updated) if dropped_key(input.tool_input.as_ref(), &updated).is_some() => {
+                    let key = dropped_key(input.tool_input.as_ref(), &updated).unwrap_or_default();
+                    Gemini::fail(
+                        input,
+                        &format!(
+                            "hookbox: {by} removed the argument `{key}`, which a Gemini CLI hook cannot remove; blocked"
+                        ),
+                    )
+                }
                 Ok(updated) => Reply::json(json!({
                     "decision": if options.rewrites_grant { "allow" } else { "ask" },
                     "reason": format!("hookbox: {by} changed this call's arguments"),
@@ -183,6 +194,18 @@ impl Protocol for Gemini {
     fn fail(input: &HookInput, reason: &str) -> Reply {
         block(&input.hook_event_name, reason)
     }
+}
+
+/// A top-level argument of `original` that `updated` no longer has.
+fn dropped_key(original: Option<&Value>, updated: &Value) -> Option<String> {
+    let original = match original? {
+        Value::String(text) => serde_json::from_str::<Value>(text).ok()?,
+        other => other.clone(),
+    };
+    let (Value::Object(before), Value::Object(after)) = (&original, updated) else {
+        return None;
+    };
+    before.keys().find(|k| !after.contains_key(*k)).cloned()
 }
 
 fn block(event: &Event, reason: &str) -> Reply {

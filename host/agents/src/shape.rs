@@ -56,31 +56,38 @@ fn same_structure(a: &Value, b: &Value, at: &str) -> Result<(), String> {
     }
 }
 
-/// `original` with its content withheld: every string that is not a short
-/// identifier (`text`, `create`: the values a tool's schema may require)
-/// becomes `notice`, numbers become 0. The structure stays, so the agent
-/// accepts it in place of the output; nothing of the output is left.
+/// `original` with its content withheld: every string becomes `notice`
+/// but the value of a `type` field (`"text"`, `"create"`: an enumerated
+/// value a tool's schema may require, never content), numbers become 0.
+/// The structure stays, so the agent accepts it in place of the output;
+/// nothing of the output is left.
 pub fn withhold(original: &Value, notice: &str) -> Value {
-    match original {
-        Value::String(s) if is_identifier(s) => original.clone(),
+    withhold_at(original, notice, false)
+}
+
+fn withhold_at(value: &Value, notice: &str, is_type_field: bool) -> Value {
+    match value {
+        Value::String(s) if is_type_field && is_identifier(s) => value.clone(),
         Value::String(_) => Value::String(notice.to_owned()),
         Value::Number(_) => Value::from(0),
-        Value::Array(items) => items.iter().map(|v| withhold(v, notice)).collect(),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| withhold_at(v, notice, false))
+            .collect(),
         Value::Object(fields) => fields
             .iter()
-            .map(|(k, v)| (k.clone(), withhold(v, notice)))
+            .map(|(k, v)| (k.clone(), withhold_at(v, notice, k == "type")))
             .collect(),
-        Value::Bool(_) | Value::Null => original.clone(),
+        Value::Bool(_) | Value::Null => value.clone(),
     }
 }
 
-/// A word of lowercase ASCII letters, digits, `_` or `-`, at most 24 bytes:
-/// a schema's enumerated value rather than content.
+/// A word of lowercase ASCII letters, `_` or `-`, at most 16 bytes.
 fn is_identifier(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 24
+        && s.len() <= 16
         && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+            .all(|b| b.is_ascii_lowercase() || b == b'_' || b == b'-')
 }
 
 /// Where in `input` the value of the top-level field `field` is a string,
@@ -123,6 +130,20 @@ mod tests {
         );
         assert!(reshape(&json!([1, 2]), "[1]").is_err());
         assert_eq!(reshape(&json!("plain"), "new").unwrap(), json!("new"));
+    }
+
+    #[test]
+    fn a_short_secret_is_withheld_too() {
+        let bash = json!({"stdout": "hunter2", "stderr": "123456", "interrupted": false, "isImage": false});
+        assert_eq!(
+            withhold(&bash, "[withheld]"),
+            json!({"stdout": "[withheld]", "stderr": "[withheld]", "interrupted": false, "isImage": false})
+        );
+        let typed = json!({"type": "s3cr3t-but-not-a-word-1", "file": {"type": "text"}});
+        assert_eq!(
+            withhold(&typed, "x"),
+            json!({"type": "x", "file": {"type": "text"}})
+        );
     }
 
     #[test]

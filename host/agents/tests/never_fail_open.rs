@@ -175,3 +175,42 @@ fn cline_never_fails_open() {
         json!({"hookName": "UserPromptSubmit", "taskId": "t", "userPromptSubmit": {"prompt": "hi"}}),
     ]);
 }
+
+#[test]
+fn codex_never_answers_with_an_empty_reason_it_would_ignore() {
+    let call = json!({"session_id": "s", "turn_id": "1", "cwd": "/w", "hook_event_name": "PreToolUse",
+                      "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t",
+                      "tool_response": "x"});
+    let reply = handle::<Codex>(call.to_string().as_bytes(), &Options::default(), |_, _| {
+        Ok(Ok(Decision::new(Flow::skip(""))))
+    });
+    let reason = &reply.stdout.unwrap()["hookSpecificOutput"]["permissionDecisionReason"];
+    assert!(!reason.as_str().unwrap().trim().is_empty(), "{reason}");
+    let mut result = call.clone();
+    result["hook_event_name"] = "PostToolUse".into();
+    let reply = handle::<Codex>(
+        result.to_string().as_bytes(),
+        &Options::default(),
+        |_, _| Ok(Ok(Decision::new(Flow::rewrite_result("")))),
+    );
+    let reason = &reply.stdout.unwrap()["reason"];
+    assert!(!reason.as_str().unwrap().trim().is_empty(), "{reason}");
+}
+
+#[test]
+fn gemini_denies_a_rewrite_that_removes_an_argument_it_would_keep() {
+    let call = json!({"session_id": "s", "cwd": "/w", "hook_event_name": "BeforeTool", "tool_name": "search",
+                      "tool_input": {"q": "x", "include_secrets": true}});
+    let reply = handle::<Gemini>(call.to_string().as_bytes(), &Options::default(), |_, _| {
+        Ok(Ok(Decision::new(Flow::rewrite_args(r#"{"q":"x"}"#))))
+    });
+    let answer = reply.stdout.unwrap();
+    assert_eq!(answer["decision"], "deny", "{answer}");
+    assert!(
+        answer["reason"]
+            .as_str()
+            .unwrap()
+            .contains("include_secrets"),
+        "{answer}"
+    );
+}

@@ -23,7 +23,11 @@ pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options, event: Option<&str
         Err(e) => {
             P::too_large(&input, 0).with_note(format!("hookbox: cannot read the hook input: {e}"))
         }
-        Ok(_) if input.len() > INPUT_LIMIT => P::too_large(&input[..INPUT_LIMIT], INPUT_LIMIT),
+        Ok(_) if input.len() > INPUT_LIMIT => {
+            let prefix = &input[..INPUT_LIMIT];
+            let named = event.map_or_else(|| prefix.to_vec(), |event| P::name_event(prefix, event));
+            P::too_large(&named, INPUT_LIMIT)
+        }
         Ok(_) => {
             if let Some(event) = event {
                 input = P::name_event(&input, event);
