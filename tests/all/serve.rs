@@ -701,3 +701,36 @@ fn sessions_keep_their_stack_unless_told_to_end_on_reload() {
         assert_eq!(hook(), expected, "end_sessions_on_reload = {end_on_reload}");
     }
 }
+
+#[test]
+fn a_sessions_run_state_outlives_its_idle_run_through_the_session_store() {
+    let state = scratch_dir("serve-session-state");
+    for with_store in [false, true] {
+        let config = ServeConfig {
+            idle_timeout: Duration::from_millis(100),
+            session_store: with_store
+                .then(|| hookbox_agents::SessionStore::open(&state.join("sessions")).unwrap()),
+            ..ServeConfig::default()
+        };
+        let f = Fixture::new(&format!("serve-session-store-{with_store}"), config);
+        let count = || {
+            let input = json!({"session_id": "s", "hook_event_name": "PreToolUse",
+                               "tool_name": "guard:count", "tool_input": {}, "tool_use_id": "t"});
+            let (_, reply) = f.json("POST", "/claude-code/hook", &input.to_string());
+            reply["hookSpecificOutput"]["permissionDecisionReason"].clone()
+        };
+        assert_eq!(count(), "global=1 scratch=1");
+        // The idle run ends (the reaper ticks every second).
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while f.json("GET", "/status", "").1["live_runs"] != 0 {
+            assert!(Instant::now() < deadline, "the idle run never ended");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let expected = if with_store {
+            "global=1 scratch=2"
+        } else {
+            "global=1 scratch=1"
+        };
+        assert_eq!(count(), expected, "with a session store: {with_store}");
+    }
+}

@@ -305,6 +305,9 @@ fn serve(
     if tokens.iter().any(|t| t.len() < 16) {
         bail!("HOOKBOX_SERVE_TOKENS: each token needs at least 16 characters");
     }
+    let state_dir = hookbox_agents::SessionStore::default_dir()
+        .context("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
+    let session_store = hookbox_agents::SessionStore::open(&state_dir)?;
     let runtime = runtime()?;
     let config = hookbox_serve::ServeConfig {
         idle_timeout: std::time::Duration::from_secs(idle_secs),
@@ -313,6 +316,7 @@ fn serve(
             rewrites_grant: allow_rewrites,
         },
         end_sessions_on_reload,
+        session_store: Some(session_store),
         tokens,
         ..Default::default()
     };

@@ -90,14 +90,30 @@ fn decide<P: Protocol>(
     let _permit = app
         .claim(&live)
         .ok_or("the server is deciding as many events as it may; retry shortly")?;
+    // With a session store, run state outlives an idle run and a restart:
+    // a new run of the session starts from what the last one kept.
+    let mut state = match &app.config.session_store {
+        Some(store) => Some(
+            store
+                .lock(&format!("{}/client-{}", P::NAME, client.0), session)
+                .map_err(|e| e.to_string())?,
+        ),
+        None => None,
+    };
     let mut run = live
         .run
         .lock()
         .map_err(|_| "this session's run broke on an earlier event; start a new session")?;
+    if new && let Some(state) = &mut state {
+        run.restore_scratchpads(state.load());
+    }
     let started = std::time::Instant::now();
     let outcome = run.step(event);
     app.metrics
         .record(event.kind(), &outcome, started.elapsed());
+    if let Some(state) = &mut state {
+        state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
+    }
     Ok(outcome)
 }
 

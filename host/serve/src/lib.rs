@@ -129,6 +129,11 @@ pub struct ServeConfig {
     /// new run on the new stack (its run state, such as a call budget,
     /// starts afresh), so a tightened policy applies at once.
     pub end_sessions_on_reload: bool,
+    /// Where agents' sessions keep their run state (each plugin's
+    /// scratchpad) between runs: a session whose run ended idle, or was
+    /// ended by a reload or a restart, carries on from it. `None` keeps it
+    /// only in the live run.
+    pub session_store: Option<hookbox_agents::SessionStore>,
     /// Bearer tokens of the clients allowed in; empty lets any client in
     /// (for a loopback listener only: the CLI refuses otherwise). Each
     /// token is one client: runs and sessions are bound to it.
@@ -144,6 +149,7 @@ impl Default for ServeConfig {
             max_body_bytes: 16 << 20,
             hooks: hookbox_agents::Options::default(),
             end_sessions_on_reload: false,
+            session_store: None,
             tokens: Vec::new(),
         }
     }
