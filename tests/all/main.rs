@@ -15,3 +15,4 @@ mod properties;
 mod reload;
 mod runner;
 mod serve;
+mod slots;

@@ -74,11 +74,17 @@ fn a_corrupt_or_half_written_file_never_replaces_a_working_version() {
             Flow::skip("v1"),
             "the old guard is still live"
         );
+        let failed = watcher.snapshot().plugins[0].newer_version_failed.clone();
+        assert!(
+            failed.is_some_and(|e| e.phase == hookbox::LoadPhase::Compile),
+            "the snapshot says the live version is not the newest"
+        );
     }
     std::fs::write(dir.join("guard.wasm"), &good).unwrap();
     manifest(&dir, "v2");
     assert!(watcher.reload_now().errors.is_empty());
     assert_eq!(version_of(&watcher), Flow::skip("v2"));
+    assert!(watcher.snapshot().plugins[0].newer_version_failed.is_none());
 }
 
 #[test]

@@ -95,6 +95,11 @@ enum Command {
         /// Live runs at most.
         #[arg(long, default_value_t = 512)]
         max_runs: usize,
+        /// Plugin instances live at once at most (a run holds one per
+        /// plugin); a run past it is refused with 503. Default: --max-runs
+        /// times the directory's plugins (at least 4 each).
+        #[arg(long)]
+        max_instances: Option<u32>,
         /// Let a guard's rewrite of a call's arguments also grant the call
         /// (agents' HTTP hooks).
         #[arg(long)]
@@ -218,12 +223,13 @@ where
             listen,
             idle_secs,
             max_runs,
+            max_instances,
             allow_rewrites,
             end_sessions_on_reload,
         } => serve(
             &dir,
             listen,
-            (idle_secs, max_runs),
+            (idle_secs, max_runs, max_instances),
             allow_rewrites,
             end_sessions_on_reload,
         ),
@@ -272,6 +278,10 @@ fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
 /// The CLI's runtime: the defaults, plus the compile cache in
 /// `$HOOKBOX_CACHE_DIR` (`off` disables it) or the per-user default.
 pub(crate) fn runtime() -> Result<Runtime> {
+    runtime_with(RuntimeConfig::default())
+}
+
+fn runtime_with(config: RuntimeConfig) -> Result<Runtime> {
     let cache_dir = match std::env::var_os("HOOKBOX_CACHE_DIR") {
         Some(dir) if dir == "off" => None,
         Some(dir) => Some(PathBuf::from(dir)),
@@ -279,14 +289,14 @@ pub(crate) fn runtime() -> Result<Runtime> {
     };
     Ok(Runtime::new(RuntimeConfig {
         cache_dir,
-        ..RuntimeConfig::default()
+        ..config
     })?)
 }
 
 fn serve(
     dir: &Path,
     listen: std::net::SocketAddr,
-    (idle_secs, max_runs): (u64, usize),
+    (idle_secs, max_runs, max_instances): (u64, usize, Option<u32>),
     allow_rewrites: bool,
     end_sessions_on_reload: bool,
 ) -> Result<ExitCode> {
@@ -308,7 +318,18 @@ fn serve(
     let state_dir = hookbox_agents::SessionStore::default_dir()
         .context("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
     let session_store = hookbox_agents::SessionStore::open(&state_dir)?;
-    let runtime = runtime()?;
+    // Every run may hold an instance of each plugin: size the pool so that
+    // --max-runs runs of this directory fit (a reload that adds plugins may
+    // shed runs earlier, with 503 and the reason).
+    let max_instances = max_instances.unwrap_or_else(|| {
+        let plugins = hookbox::directory::plan(dir).map_or(0, |(entries, ..)| entries.len());
+        u32::try_from(max_runs.saturating_mul(plugins.max(4))).unwrap_or(u32::MAX)
+    });
+    let runtime = runtime_with(RuntimeConfig {
+        max_instances,
+        ..RuntimeConfig::default()
+    })
+    .context("sizing the instance pool; lower --max-runs or --max-instances")?;
     let config = hookbox_serve::ServeConfig {
         idle_timeout: std::time::Duration::from_secs(idle_secs),
         max_runs,

@@ -33,6 +33,10 @@ pub struct PluginStatus {
     pub required: bool,
     /// The loaded plugin, or why it could not be loaded.
     pub result: Result<Arc<Plugin>, LoadError>,
+    /// After a reload: the plugin's newest file (or settings) failed to
+    /// load, and `result` is the previous version, still live. The reload
+    /// is retried while the failure could pass.
+    pub newer_version_failed: Option<LoadError>,
 }
 
 /// A loaded directory: the stack to run, and how each plugin fared.
@@ -182,6 +186,7 @@ pub(crate) fn load_with(
             file: entry.file,
             required: entry.required,
             result,
+            newer_version_failed: None,
         });
     }
     Ok(LoadedDir {

@@ -92,6 +92,22 @@ impl fmt::Display for FailClosed {
 
 impl std::error::Error for FailClosed {}
 
+/// A run that does not fit: the plugin instances it needs would take more
+/// slots than the runtime has free ([`crate::RuntimeConfig::max_instances`]).
+/// Nothing ran; retry when runs have ended. A server answers it with 503.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "busy: this run needs {needed} plugin instances and {in_use} of the {capacity} instance slots are held by live runs; retry when runs end, or raise the limit (RuntimeConfig::max_instances, `hookbox serve --max-instances`)"
+)]
+pub struct Busy {
+    /// Slots the run needs (one per plugin of its stack).
+    pub needed: usize,
+    /// Slots live runs hold.
+    pub in_use: usize,
+    /// All the slots there are.
+    pub capacity: usize,
+}
+
 /// Errors from setting up hookbox: building the runtime, loading plugins
 /// and plugin directories.
 #[derive(Debug, thiserror::Error)]
@@ -160,6 +176,9 @@ pub enum LoadPhase {
     World,
     /// Trapped or timed out while starting, or answering `subscriptions`.
     Instantiate,
+    /// Declares more than a plugin may ever use (memories, tables), or took
+    /// longer to compile than the runtime allows.
+    Limits,
 }
 
 impl fmt::Display for LoadPhase {
@@ -170,6 +189,7 @@ impl fmt::Display for LoadPhase {
             LoadPhase::Link => "link",
             LoadPhase::World => "world",
             LoadPhase::Instantiate => "instantiate",
+            LoadPhase::Limits => "limits",
         })
     }
 }

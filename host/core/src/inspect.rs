@@ -7,7 +7,7 @@ use wasmtime::component::Component;
 use wasmtime::component::types::ComponentItem;
 
 use crate::engine::Runtime;
-use crate::error::{LoadError, LoadPhase};
+use crate::error::LoadError;
 
 /// The version of the `hookbox:hook` package this host implements.
 pub const WIT_VERSION: &str = "0.1.0";
@@ -33,11 +33,12 @@ pub struct PluginInfo {
 /// what `hookbox check` shows for a component that does not load.
 ///
 /// # Errors
-/// [`LoadError`] in the `compile` phase when it is not a valid component.
+/// [`LoadError`] in the `compile` phase when it is not a valid component,
+/// `limits` when it took too long to compile.
 pub fn inspect(runtime: &Runtime, name: &str, bytes: &[u8]) -> Result<PluginInfo, LoadError> {
     let component = runtime
         .compile(bytes)
-        .map_err(|e| LoadError::new(name, LoadPhase::Compile, format!("{e:#}")))?;
+        .map_err(|(phase, reason)| LoadError::new(name, phase, reason))?;
     Ok(describe(&component, runtime, bytes))
 }
 

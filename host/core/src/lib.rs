@@ -68,13 +68,14 @@ pub mod limits;
 pub mod manifest;
 pub mod plugin;
 pub mod rules;
+mod slots;
 pub mod stack;
 mod state;
 #[cfg(feature = "watch")]
 pub mod watch;
 
 pub use engine::{Runtime, RuntimeConfig};
-pub use error::{Cause, Error, FailClosed, LoadError, LoadPhase};
+pub use error::{Busy, Cause, Error, FailClosed, LoadError, LoadPhase};
 pub use event::*;
 pub use flow::{Conflict, Document, Flow, RequestPatch};
 pub use inspect::{PluginInfo, inspect};

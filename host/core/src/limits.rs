@@ -67,30 +67,74 @@ impl fmt::Display for LimitExceeded {
 
 impl std::error::Error for LimitExceeded {}
 
-/// The store's resource limiter: refuses growth past the plugin's limits
-/// with a typed error, so the failure is a [`Cause::Memory`] and not whatever
-/// the guest makes of a failed `memory.grow`.
+/// The store's resource limiter: one per plugin instance, counting every
+/// memory and every table of the instance (a component holds several core
+/// modules, each may define its own) against the plugin's limits, and
+/// capping how many of each it may create. Growth past a limit is refused
+/// with a typed error, so the failure is a [`Cause::Memory`] (or
+/// [`Cause::Limit`] for a count) and not whatever the guest makes of a
+/// failed `memory.grow`.
 pub(crate) struct Limiter {
-    pub memory_bytes: usize,
-    pub table_elements: usize,
+    memory_bytes: usize,
+    table_elements: usize,
+    max_memories: usize,
+    max_tables: usize,
+    max_core_instances: usize,
+    /// Bytes of all the instance's memories so far.
+    memory_used: usize,
+    /// Elements of all its tables so far.
+    tables_used: usize,
+}
+
+/// How many memories, tables and core instances one plugin instance may
+/// create at most (the runtime's per-plugin caps).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Counts {
+    pub memories: usize,
+    pub tables: usize,
+    pub core_instances: usize,
+}
+
+impl Limiter {
+    pub fn new(limits: &Limits, counts: Counts) -> Limiter {
+        Limiter {
+            memory_bytes: limits.memory_bytes,
+            table_elements: limits.table_elements,
+            max_memories: counts.memories,
+            max_tables: counts.tables,
+            max_core_instances: counts.core_instances,
+            memory_used: 0,
+            tables_used: 0,
+        }
+    }
 }
 
 impl wasmtime::ResourceLimiter for Limiter {
+    // Called for a memory's initial size too (with `current` 0), so the
+    // sum covers every memory from its creation. A growth wasmtime fails
+    // after this allowed it (the system is out of memory) stays counted:
+    // the count errs high, never low.
     fn memory_growing(
         &mut self,
         current: usize,
         desired: usize,
-        _max: Option<usize>,
+        max: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
+        let growth = desired.saturating_sub(current);
+        let total = self.memory_used.saturating_add(growth);
+        if total > self.memory_bytes {
             return Err(wasmtime::Error::new(LimitExceeded::new(
                 Cause::Memory,
                 format!(
-                    "linear memory would grow from {current} to {desired} bytes, past the limit of {} bytes",
+                    "linear memory would grow from {current} to {desired} bytes, {total} bytes across all its memories, past the limit of {} bytes",
                     self.memory_bytes
                 ),
             )));
         }
+        if max.is_some_and(|max| desired > max) {
+            return Ok(false); // past the memory's own maximum: `memory.grow` answers -1
+        }
+        self.memory_used = total;
         Ok(true)
     }
 
@@ -98,17 +142,35 @@ impl wasmtime::ResourceLimiter for Limiter {
         &mut self,
         current: usize,
         desired: usize,
-        _max: Option<usize>,
+        max: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.table_elements {
+        let growth = desired.saturating_sub(current);
+        let total = self.tables_used.saturating_add(growth);
+        if total > self.table_elements {
             return Err(wasmtime::Error::new(LimitExceeded::new(
                 Cause::Memory,
                 format!(
-                    "a table would grow from {current} to {desired} elements, past the limit of {}",
+                    "a table would grow from {current} to {desired} elements, {total} across all its tables, past the limit of {}",
                     self.table_elements
                 ),
             )));
         }
+        if max.is_some_and(|max| desired > max) {
+            return Ok(false);
+        }
+        self.tables_used = total;
         Ok(true)
+    }
+
+    fn memories(&self) -> usize {
+        self.max_memories
+    }
+
+    fn tables(&self) -> usize {
+        self.max_tables
+    }
+
+    fn instances(&self) -> usize {
+        self.max_core_instances
     }
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use wasmtime::component::{ComponentExportIndex, Func, InstancePre, TypedFunc};
+use wasmtime::component::{Component, ComponentExportIndex, Func, InstancePre, TypedFunc};
 use wasmtime::{Store, Trap};
 
 use crate::engine::Runtime;
@@ -123,8 +123,10 @@ impl Plugin {
         }
         let component = runtime
             .compile(bytes)
-            .map_err(|e| load_error(LoadPhase::Compile, format!("{e:#}")))?;
+            .map_err(|(phase, reason)| load_error(phase, reason))?;
         let info = describe(&component, runtime, bytes);
+        check_declared(runtime, &component)
+            .map_err(|reason| load_error(LoadPhase::Limits, reason))?;
 
         let pre = runtime
             .linker()
@@ -186,6 +188,8 @@ impl Plugin {
 
         // Start it once: prove it instantiates within its limits, that
         // `on-event` has the contract's type, and ask for its subscriptions.
+        // It takes an instance kept for loading: live runs cannot starve it.
+        let _slot = runtime.load_slot();
         let mut probe = plugin.instantiate("", BTreeMap::new()).map_err(|e| {
             load_error(
                 LoadPhase::Instantiate,
@@ -240,6 +244,11 @@ impl Plugin {
         &self.name
     }
 
+    /// The runtime it was compiled on.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
     pub(crate) fn name_arc(&self) -> &Arc<str> {
         &self.name
     }
@@ -266,8 +275,9 @@ impl Plugin {
         run_id: &str,
         seed: BTreeMap<String, String>,
     ) -> Result<PluginInstance, FailClosed> {
-        let state = PluginState::new(&self.name, run_id, &self.config, &self.limits, seed)
-            .map_err(|used| {
+        let limits = (&self.limits, self.runtime.counts());
+        let state =
+            PluginState::new(&self.name, run_id, &self.config, limits, seed).map_err(|used| {
                 FailClosed::new(
                     &self.name,
                     Cause::Limit,
@@ -393,6 +403,15 @@ pub(crate) fn classify(
             ),
         );
     }
+    if message.contains("resource limit exceeded") {
+        return FailClosed::new(
+            plugin,
+            Cause::Limit,
+            format!(
+                "creates more memories, tables or module instances than a plugin may (RuntimeConfig::max_*_per_plugin): {message}"
+            ),
+        );
+    }
     if message.contains("concurrent") && message.contains("limit") {
         return FailClosed::new(
             plugin,
@@ -401,6 +420,38 @@ pub(crate) fn classify(
         );
     }
     FailClosed::new(plugin, fallback, message)
+}
+
+/// Refuses a component that declares more memories or tables than a plugin
+/// may create, or initial sizes past what its limits could ever allow.
+fn check_declared(runtime: &Runtime, component: &Component) -> Result<(), String> {
+    // `None`: it imports core modules, which the linker refuses anyway.
+    let Some(needs) = component.resources_required() else {
+        return Ok(());
+    };
+    let config = runtime.config();
+    let too_many = |what: &str, declared: u32, most: u32, setting: &str| {
+        format!(
+            "declares {declared} {what}, more than the {most} a plugin may create (RuntimeConfig::{setting}); a guard built from one language toolchain has one or two"
+        )
+    };
+    if needs.num_memories > config.max_memories_per_plugin {
+        return Err(too_many(
+            "memories",
+            needs.num_memories,
+            config.max_memories_per_plugin,
+            "max_memories_per_plugin",
+        ));
+    }
+    if needs.num_tables > config.max_tables_per_plugin {
+        return Err(too_many(
+            "tables",
+            needs.num_tables,
+            config.max_tables_per_plugin,
+            "max_tables_per_plugin",
+        ));
+    }
+    Ok(())
 }
 
 /// The refusal of a plugin file past the runtime's size bound.

@@ -26,12 +26,14 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::error::{Cause, FailClosed};
+use crate::engine::Runtime;
+use crate::error::{Busy, Cause, FailClosed};
 use crate::event::{EventKind, EventKinds, HookContext, StepEvent};
 use crate::flow::{Flow, RequestPatch};
 use crate::json::{canonical, is_json_object};
 use crate::plugin::{Plugin, PluginInstance};
 use crate::rules::Composition;
+use crate::slots::Reservation;
 
 /// A hook written in Rust, running in the host. Shared by every run.
 pub trait Hook: Send + Sync {
@@ -129,6 +131,9 @@ pub struct HookStack {
     subscriptions: EventKinds,
     /// See [`HookStack::with_max_event_bytes`]; `None` is the default.
     max_event_bytes: Option<usize>,
+    /// Instance slots a run reserves, per runtime: one per plugin, nested
+    /// stacks included.
+    slots_needed: Vec<(Runtime, usize)>,
 }
 
 impl HookStack {
@@ -160,6 +165,7 @@ impl HookStack {
     /// Adds a WASM plugin after the others; each run gets its own instance.
     pub fn push_plugin(&mut self, plugin: Arc<Plugin>) -> &mut Self {
         self.subscriptions = self.subscriptions.union(plugin.subscriptions());
+        self.need_slots(plugin.runtime(), 1);
         self.entries.push(Entry::Plugin(plugin));
         self
     }
@@ -167,6 +173,9 @@ impl HookStack {
     /// Nests a stack: it answers as one hook, by the same rules.
     pub fn push_stack(&mut self, stack: HookStack) -> &mut Self {
         self.subscriptions = self.subscriptions.union(stack.subscriptions);
+        for (runtime, needed) in &stack.slots_needed {
+            self.need_slots(runtime, *needed);
+        }
         self.entries.push(Entry::Stack(Arc::new(stack)));
         self
     }
@@ -197,12 +206,62 @@ impl HookStack {
         self.entries.is_empty()
     }
 
+    fn need_slots(&mut self, runtime: &Runtime, needed: usize) {
+        match self.slots_needed.iter_mut().find(|(r, _)| r.same(runtime)) {
+            Some((_, count)) => *count += needed,
+            None => self.slots_needed.push((runtime.clone(), needed)),
+        }
+    }
+
+    /// Instance slots held by live runs, and how many there are, on the
+    /// runtime its plugins were compiled on (summed, should they come from
+    /// several); `(0, 0)` for a stack without plugins.
+    pub fn instance_slots(&self) -> (usize, usize) {
+        self.slots_needed
+            .iter()
+            .map(|(runtime, _)| runtime.instance_slots())
+            .fold((0, 0), |(u, c), (used, capacity)| (u + used, c + capacity))
+    }
+
     /// Starts a run: per-run state for every hook; WASM plugins are
     /// instantiated lazily, on the first event they subscribed to.
+    ///
+    /// A run that does not fit in the runtime's instance slots (see
+    /// [`HookStack::try_start_run`]) is over from the start: every event
+    /// fails closed naming `hookbox`, cause `limit`.
     pub fn start_run(&self, run_id: impl Into<String>) -> Run {
+        let run_id = run_id.into();
+        self.try_start_run(run_id.clone()).unwrap_or_else(|busy| {
+            let mut run = self.run_with(run_id, Vec::new());
+            run.ended = Some(Err(FailClosed::new(
+                &Arc::from("hookbox"),
+                Cause::Limit,
+                busy.to_string(),
+            )));
+            run
+        })
+    }
+
+    /// Starts a run if the runtime has an instance slot free for each of
+    /// its plugins ([`crate::RuntimeConfig::max_instances`]), which it
+    /// holds until it is dropped.
+    ///
+    /// # Errors
+    /// [`Busy`] when it does not fit; nothing ran.
+    pub fn try_start_run(&self, run_id: impl Into<String>) -> Result<Run, Busy> {
+        let reservations = self
+            .slots_needed
+            .iter()
+            .map(|(runtime, needed)| runtime.reserve(*needed))
+            .collect::<Result<Vec<_>, Busy>>()?;
+        Ok(self.run_with(run_id.into(), reservations))
+    }
+
+    fn run_with(&self, run_id: String, reservations: Vec<Reservation>) -> Run {
         Run {
+            _reservations: reservations,
             ctx: HookContext {
-                run_id: run_id.into(),
+                run_id,
                 turn: 0,
                 is_streaming: false,
                 agent_name: None,
@@ -247,6 +306,8 @@ impl HookStack {
 /// [`Run::dispatch`]; a caller relaying a session's events (replay, a
 /// sidecar, an agent's hook) lets the run keep it with [`Run::step`].
 pub struct Run {
+    /// Its instance slots, given back when it is dropped.
+    _reservations: Vec<Reservation>,
     /// The run's own context: its id, and the turn [`Run::step`] keeps.
     ctx: HookContext,
     slots: Vec<Slot>,

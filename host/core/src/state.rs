@@ -13,7 +13,7 @@ use wasmtime_wasi::{
 };
 
 use crate::imports::{LOG_LINE_COST, entry_cost, one_line};
-use crate::limits::{Limiter, Limits};
+use crate::limits::{Counts, Limiter, Limits};
 
 /// What a guest's store holds: its limits, its config and run-scoped state.
 pub(crate) struct PluginState {
@@ -74,7 +74,7 @@ impl PluginState {
         name: &Arc<str>,
         run_id: &str,
         config: &Arc<BTreeMap<String, String>>,
-        limits: &Limits,
+        (limits, counts): (&Limits, Counts),
         seed: BTreeMap<String, String>,
     ) -> Result<PluginState, usize> {
         let scratchpad_used: usize = seed.iter().map(|(k, v)| entry_cost(k, v)).sum();
@@ -82,10 +82,7 @@ impl PluginState {
             return Err(scratchpad_used);
         }
         Ok(PluginState {
-            limiter: Limiter {
-                memory_bytes: limits.memory_bytes,
-                table_elements: limits.table_elements,
-            },
+            limiter: Limiter::new(limits, counts),
             config: config.clone(),
             run_id: run_id.into(),
             name: name.clone(),

@@ -10,7 +10,16 @@
 //! - a manifest change takes effect like a file change; a manifest that does
 //!   not parse keeps the whole previous stack live;
 //! - changes are debounced and handled one reload at a time, off the hot
-//!   path: a storm of writes settles on the last good version.
+//!   path: a storm of writes settles on the last good version;
+//! - a plugin whose newest version failed while an older one stays live is
+//!   marked so in the snapshot ([`PluginStatus::newer_version_failed`]), as
+//!   is a directory that could not be reloaded ([`Snapshot::directory_error`]);
+//! - a reload that failed in a way that could pass (a file not readable
+//!   yet, a plugin that did not start in time) is retried, after 1 s and
+//!   then twice as long each time up to a minute, until it loads or the
+//!   directory changes; loading never waits on live runs (it has instance
+//!   slots of its own);
+//! - a reload that changes nothing keeps the generation.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +32,7 @@ use notify::{RecursiveMode, Watcher as _};
 
 use crate::directory::{self, PluginStatus};
 use crate::engine::Runtime;
-use crate::error::{Error, LoadError};
+use crate::error::{Error, LoadError, LoadPhase};
 use crate::plugin::{Plugin, PluginOptions};
 use crate::stack::HookStack;
 
@@ -35,6 +44,22 @@ pub struct Snapshot {
     pub stack: HookStack,
     /// Each plugin of the directory and how it fared.
     pub plugins: Vec<PluginStatus>,
+    /// Why the directory's latest change could not be loaded (a manifest
+    /// that does not parse ...): this snapshot is the previous stack, kept
+    /// live. Retried until it loads.
+    pub directory_error: Option<String>,
+}
+
+impl Snapshot {
+    /// A first snapshot of a stack that is not a directory's.
+    pub fn of_stack(stack: HookStack) -> Snapshot {
+        Snapshot {
+            generation: 1,
+            stack,
+            plugins: Vec::new(),
+            directory_error: None,
+        }
+    }
 }
 
 /// What a reload did.
@@ -55,6 +80,26 @@ pub struct ReloadReport {
     /// then stays live).
     pub directory_error: Option<String>,
 }
+
+impl ReloadReport {
+    /// Whether trying again could give another result without a change to
+    /// the directory: a file caught mid-write, a plugin that did not start
+    /// in time on a busy machine, a directory that could not be read. A
+    /// plugin that does not compile, link or fit its limits fails the same
+    /// way until its file changes.
+    pub fn worth_retrying(&self) -> bool {
+        self.directory_error.is_some()
+            || self
+                .errors
+                .iter()
+                .any(|e| matches!(e.phase, LoadPhase::Read | LoadPhase::Instantiate))
+    }
+}
+
+/// The first wait before retrying a reload that failed, doubled each time
+/// up to [`RETRY_MAX`].
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// Keeps a directory loaded and its stack current.
 pub struct DirWatcher {
@@ -133,6 +178,7 @@ impl DirWatcher {
             built: HashMap::new(),
         };
         let first = reloader.reload(Instant::now())?;
+        let first_retry = first.1.worth_retrying().then_some(RETRY_FIRST);
         let current = Arc::new(ArcSwap::from_pointee(first.0));
         let state = Arc::new(Mutex::new(reloader));
 
@@ -162,8 +208,20 @@ impl DirWatcher {
         std::thread::Builder::new()
             .name("hookbox-reload".into())
             .spawn(move || {
-                // Ends when the watcher (the sender) is dropped.
-                while events_rx.recv().is_ok() {
+                // Ends when the watcher (the sender) is dropped. A reload
+                // that failed in a way that could pass is retried, with a
+                // growing wait, until one succeeds or the directory changes.
+                let mut retry = first_retry;
+                loop {
+                    let woke = match retry {
+                        None => events_rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                        Some(wait) => events_rx.recv_timeout(wait),
+                    };
+                    match woke {
+                        Ok(()) => {}
+                        Err(RecvTimeoutError::Timeout) => {} // time to retry
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
                     let first_change = Instant::now();
                     // Debounce: wait for `debounce` without events.
                     loop {
@@ -178,6 +236,10 @@ impl DirWatcher {
                         Err(_) => return,
                     };
                     log_report(&report);
+                    retry = report.worth_retrying().then(|| match (woke, retry) {
+                        (Err(_), Some(wait)) => (wait * 2).min(RETRY_MAX),
+                        _ => RETRY_FIRST,
+                    });
                     if let Some(watches) = thread_watches.upgrade() {
                         watches.cover(&thread_current.load());
                     }
@@ -227,18 +289,38 @@ impl Reloader {
     /// Reloads and swaps; on a directory-level error keeps the old snapshot.
     fn reload_into(&mut self, current: &ArcSwap<Snapshot>, since: Instant) -> ReloadReport {
         match self.reload(since) {
-            Ok((snapshot, report)) => {
-                current.store(Arc::new(snapshot));
+            Ok((snapshot, mut report)) => {
+                let live = current.load();
+                if live.directory_error.is_none() && same_plugins(&live.plugins, &snapshot.plugins)
+                {
+                    // Nothing changed (a retry, a file touched): runs and
+                    // sessions stay on the live generation.
+                    self.generation -= 1;
+                    report.generation = self.generation;
+                } else {
+                    current.store(Arc::new(snapshot));
+                }
                 report
             }
-            Err(e) => ReloadReport {
-                generation: self.generation,
-                took: since.elapsed(),
-                compiled: Vec::new(),
-                removed: Vec::new(),
-                errors: Vec::new(),
-                directory_error: Some(format!("{e}; the previous stack stays live")),
-            },
+            Err(e) => {
+                let why = format!("{e}; the previous stack stays live");
+                // The live stack stays, and says why it is not the newest.
+                let live = current.load();
+                current.store(Arc::new(Snapshot {
+                    generation: live.generation,
+                    stack: live.stack.clone(),
+                    plugins: live.plugins.clone(),
+                    directory_error: Some(why.clone()),
+                }));
+                ReloadReport {
+                    generation: self.generation,
+                    took: since.elapsed(),
+                    compiled: Vec::new(),
+                    removed: Vec::new(),
+                    errors: Vec::new(),
+                    directory_error: Some(why),
+                }
+            }
         }
     }
 
@@ -275,13 +357,16 @@ impl Reloader {
                 }
             }
         });
-        let loaded = match loaded {
+        let mut loaded = match loaded {
             Ok(loaded) => loaded,
             Err(e) => {
                 self.built = previous;
                 return Err(e);
             }
         };
+        for status in &mut loaded.plugins {
+            status.newer_version_failed = errors.iter().find(|e| e.plugin == status.name).cloned();
+        }
         errors.extend(loaded.failures().map(|(_, error)| error.clone()));
         let removed: Vec<String> = previous
             .keys()
@@ -302,9 +387,25 @@ impl Reloader {
             generation: self.generation,
             stack: loaded.stack,
             plugins: loaded.plugins,
+            directory_error: None,
         };
         Ok((snapshot, report))
     }
+}
+
+/// Whether two loads of the directory came out the same: the same plugins
+/// (the very same compiled ones) with the same failures.
+fn same_plugins(live: &[PluginStatus], next: &[PluginStatus]) -> bool {
+    live.len() == next.len()
+        && live.iter().zip(next).all(|(a, b)| {
+            (&a.name, &a.file, a.required, &a.newer_version_failed)
+                == (&b.name, &b.file, b.required, &b.newer_version_failed)
+                && match (&a.result, &b.result) {
+                    (Ok(a), Ok(b)) => Arc::ptr_eq(a, b),
+                    (Err(a), Err(b)) => a == b,
+                    _ => false,
+                }
+        })
 }
 
 fn log_report(report: &ReloadReport) {

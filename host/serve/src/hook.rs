@@ -72,16 +72,13 @@ fn decide<P: Protocol>(
         session.id.as_deref().unwrap_or(""),
         session.subagent.as_deref().unwrap_or("")
     );
-    let (live, new) = app
-        .runs
-        .session(
-            &client,
-            &key,
-            app.source.snapshot(),
-            app.config.end_sessions_on_reload,
-            app.config.max_runs,
-        )
-        .ok_or("the server keeps as many live sessions as it may; retry later")?;
+    let (live, new) = app.runs.session(
+        &client,
+        &key,
+        app.source.snapshot(),
+        app.config.end_sessions_on_reload,
+        app.config.max_runs,
+    )?;
     if new {
         app.metrics
             .runs_created

@@ -96,11 +96,7 @@ impl StackSource {
 
     /// A fixed stack.
     pub fn fixed(stack: HookStack) -> StackSource {
-        StackSource::Fixed(Arc::new(Snapshot {
-            generation: 1,
-            stack,
-            plugins: Vec::new(),
-        }))
+        StackSource::Fixed(Arc::new(Snapshot::of_stack(stack)))
     }
 
     fn snapshot(&self) -> Arc<Snapshot> {
@@ -293,7 +289,14 @@ async fn create_run(State(app): State<Arc<App>>, Extension(client): Extension<Cl
             )
                 .into_response()
         }
-        Err(why) => error(StatusCode::SERVICE_UNAVAILABLE, why),
+        Err(why) => {
+            app.metrics.runs_shed.fetch_add(1, Ordering::Relaxed);
+            let mut response = error(StatusCode::SERVICE_UNAVAILABLE, why);
+            response
+                .headers_mut()
+                .insert("retry-after", axum::http::HeaderValue::from_static("1"));
+            response
+        }
     }
 }
 
@@ -380,20 +383,30 @@ async fn status(State(app): State<Arc<App>>) -> Response {
         .plugins
         .iter()
         .map(|p| match &p.result {
-            Ok(plugin) => json!({
-                "name": p.name, "file": p.file, "required": p.required, "loaded": true,
-                "subscriptions": plugin.subscriptions().iter().map(|k| k.name()).collect::<Vec<_>>(),
-            }),
+            Ok(plugin) => {
+                let mut entry = json!({
+                    "name": p.name, "file": p.file, "required": p.required, "loaded": true,
+                    "subscriptions": plugin.subscriptions().iter().map(|k| k.name()).collect::<Vec<_>>(),
+                });
+                if let Some(failed) = &p.newer_version_failed {
+                    // The live version is an older one: say so until it loads.
+                    entry["newer_version_failed"] = json!(failed.to_string());
+                }
+                entry
+            }
             Err(reason) => json!({
                 "name": p.name, "file": p.file, "required": p.required, "loaded": false, "error": reason.to_string(),
             }),
         })
         .collect();
     let (live, pinned_older) = app.runs.counts(snapshot.generation);
+    let (slots_used, slots) = snapshot.stack.instance_slots();
     axum::Json(json!({
         "generation": snapshot.generation,
+        "directory_error": snapshot.directory_error,
         "plugins": plugins,
         "live_runs": live,
+        "instance_slots": {"used": slots_used, "total": slots},
         "runs_on_older_generations": pinned_older,
     }))
     .into_response()
@@ -401,10 +414,11 @@ async fn status(State(app): State<Arc<App>>) -> Response {
 
 async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     let (live, _) = app.runs.counts(0);
-    let generation = app.source.snapshot().generation;
+    let snapshot = app.source.snapshot();
     (
         [("content-type", "text/plain; version=0.0.4")],
-        app.metrics.render(live, generation),
+        app.metrics
+            .render(live, snapshot.generation, snapshot.stack.instance_slots()),
     )
         .into_response()
 }

@@ -46,6 +46,7 @@ pub struct Metrics {
     latency_sum_us: AtomicU64,
     pub(crate) runs_created: AtomicU64,
     pub(crate) runs_expired: AtomicU64,
+    pub(crate) runs_shed: AtomicU64,
 }
 
 impl Metrics {
@@ -80,7 +81,12 @@ impl Metrics {
         self.events.iter().map(|e| e.load(Ordering::Relaxed)).sum()
     }
 
-    pub(crate) fn render(&self, live_runs: usize, generation: u64) -> String {
+    pub(crate) fn render(
+        &self,
+        live_runs: usize,
+        generation: u64,
+        (slots_used, slots): (usize, usize),
+    ) -> String {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = String::new();
         let _ = writeln!(
@@ -142,6 +148,15 @@ impl Metrics {
             out,
             "# HELP hookbox_runs_expired_total Runs ended for being idle.\n# TYPE hookbox_runs_expired_total counter\nhookbox_runs_expired_total {}",
             get(&self.runs_expired)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_runs_shed_total Runs refused with 503: too many live runs, or no instance slots free.\n# TYPE hookbox_runs_shed_total counter\nhookbox_runs_shed_total {}",
+            get(&self.runs_shed)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_instance_slots_used Plugin instance slots held by live runs.\n# TYPE hookbox_instance_slots_used gauge\nhookbox_instance_slots_used {slots_used}\n# HELP hookbox_instance_slots Plugin instance slots in all.\n# TYPE hookbox_instance_slots gauge\nhookbox_instance_slots {slots}"
         );
         let _ = writeln!(
             out,

@@ -18,12 +18,20 @@ pub(crate) struct LiveRun {
 }
 
 impl LiveRun {
-    fn new(snapshot: &Snapshot, id: &str) -> Arc<LiveRun> {
-        Arc::new(LiveRun {
-            run: Mutex::new(snapshot.stack.start_run(id)),
+    /// A run on `snapshot`, holding an instance slot per plugin.
+    ///
+    /// # Errors
+    /// Why not ([`hookbox::Busy`]: the runtime's instance slots are taken).
+    fn new(snapshot: &Snapshot, id: &str) -> Result<Arc<LiveRun>, String> {
+        let run = snapshot
+            .stack
+            .try_start_run(id)
+            .map_err(|e| e.to_string())?;
+        Ok(Arc::new(LiveRun {
+            run: Mutex::new(run),
             generation: snapshot.generation,
             last_used: Mutex::new(Instant::now()),
-        })
+        }))
     }
 
     /// Marks the run used now.
@@ -59,7 +67,7 @@ impl Runs {
                 table.len()
             ));
         }
-        table.insert((*client, id.clone()), LiveRun::new(snapshot, &id));
+        table.insert((*client, id.clone()), LiveRun::new(snapshot, &id)?);
         Ok(id)
     }
 
@@ -71,8 +79,11 @@ impl Runs {
 
     /// The run of `client`'s session `key` (and whether it is new), started
     /// on `snapshot` if there is none, or if `renew` and the session's run is
-    /// on an older generation than the snapshot's; `None` when a new one
-    /// would be one past `max`, or no id can be made.
+    /// on an older generation than the snapshot's.
+    ///
+    /// # Errors
+    /// Why a new one cannot start: it would be one past `max`, the
+    /// runtime's instance slots are taken, or no id can be made.
     pub fn session(
         &self,
         client: &Client,
@@ -80,12 +91,12 @@ impl Runs {
         snapshot: Arc<Snapshot>,
         renew: bool,
         max: usize,
-    ) -> Option<(Arc<LiveRun>, bool)> {
+    ) -> Result<(Arc<LiveRun>, bool), String> {
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
         let slot = (*client, key.to_owned());
         match table.get(&slot) {
             Some(live) if !(renew && live.generation != snapshot.generation) => {
-                return Some((live.clone(), false));
+                return Ok((live.clone(), false));
             }
             Some(_) => {
                 table.remove(&slot);
@@ -93,11 +104,15 @@ impl Runs {
             None => {}
         }
         if table.len() >= max {
-            return None;
+            return Err(format!(
+                "{} sessions and runs are live, the most this server keeps; retry later",
+                table.len()
+            ));
         }
-        let live = LiveRun::new(&snapshot, &random_id()?);
+        let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;
+        let live = LiveRun::new(&snapshot, &id)?;
         table.insert(slot, live.clone());
-        Some((live, true))
+        Ok((live, true))
     }
 
     /// Ends the run `id` of `client`.
