@@ -734,3 +734,121 @@ fn a_sessions_run_state_outlives_its_idle_run_through_the_session_store() {
         assert_eq!(count(), expected, "with a session store: {with_store}");
     }
 }
+
+#[test]
+fn a_run_that_does_not_fit_the_instance_slots_is_shed_with_503_and_the_reason() {
+    let runtime = hookbox::Runtime::new(hookbox::RuntimeConfig {
+        max_instances: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let guard = hookbox::Plugin::from_file(
+        &runtime,
+        guests::PUPPET.as_ref(),
+        hookbox::PluginOptions {
+            config: [("name".to_string(), "guard".to_string())].into(),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut stack = hookbox::HookStack::new();
+    stack.push_plugin(std::sync::Arc::new(guard));
+    let (_tokio, server) = serving(StackSource::fixed(stack), ServeConfig::default());
+
+    let (status, first) = request(server.addr, "POST", "/runs", "");
+    assert_eq!(status, 201, "{first}");
+    let (status, second) = request(server.addr, "POST", "/runs", "");
+    assert_eq!(status, 503, "{second}");
+    assert!(second.contains("instance slots"), "{second}");
+
+    // An agent's hook gets its block instead (any other answer is "carry on").
+    let hook = json!({"session_id": "s", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "cwd": "/", "transcript_path": "/t"});
+    let (status, answer) = request(server.addr, "POST", "/claude-code/hook", &hook.to_string());
+    assert_eq!(status, 200);
+    assert!(
+        answer.contains("\"deny\"") && answer.contains("instance slots"),
+        "{answer}"
+    );
+
+    let (_, status_body) = request(server.addr, "GET", "/status", "");
+    let status: Value = serde_json::from_str(&status_body).unwrap();
+    assert_eq!(status["instance_slots"], json!({"used": 1, "total": 1}));
+    let (_, metrics) = request(server.addr, "GET", "/metrics", "");
+    assert!(metrics.contains("hookbox_runs_shed_total 1"), "{metrics}");
+    assert!(
+        metrics.contains("hookbox_instance_slots_used 1"),
+        "{metrics}"
+    );
+}
+
+/// Reads what the server sends until it closes the connection (or `wait`
+/// passes: then `None`).
+fn read_until_closed(stream: &mut TcpStream, wait: Duration) -> Option<String> {
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut got = Vec::new();
+    match stream.read_to_end(&mut got) {
+        Ok(_) => Some(String::from_utf8_lossy(&got).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+            Some(String::from_utf8_lossy(&got).into_owned())
+        }
+        Err(_) => None,
+    }
+}
+
+#[test]
+fn slow_clients_are_cut_off_and_a_flood_of_connections_is_shed_not_queued() {
+    let config = ServeConfig {
+        max_connections: 2,
+        header_timeout: Duration::from_millis(300),
+        body_timeout: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let f = Fixture::new("serve-slow", config);
+    let addr = f.server.addr;
+
+    // Headers that trickle in and never end: the connection is closed.
+    let mut trickle = TcpStream::connect(addr).unwrap();
+    trickle
+        .write_all(b"POST /runs HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let closed = read_until_closed(&mut trickle, Duration::from_secs(20));
+    assert!(
+        closed.is_some(),
+        "a connection that never finished its headers stayed open"
+    );
+
+    // A body that never arrives: 408.
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    let run = f.new_run();
+    write!(
+        stalled,
+        "POST /runs/{run}/events HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{{\"event\""
+    )
+    .unwrap();
+    let answer = read_until_closed(&mut stalled, Duration::from_secs(20)).unwrap_or_default();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    drop(stalled);
+
+    // Two idle connections hold both places: a third is answered 503 at
+    // once, and closed.
+    let held: Vec<TcpStream> = (0..2).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut third = TcpStream::connect(addr).unwrap();
+    let answer = read_until_closed(&mut third, Duration::from_secs(20)).unwrap_or_default();
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+    assert!(answer.contains("retry shortly"), "{answer}");
+
+    // Once they are gone (closed, or cut off by the header deadline), the
+    // server answers again.
+    drop(held);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, _) = f.request("GET", "/healthz", "");
+        if status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the server never recovered");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

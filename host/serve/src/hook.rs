@@ -31,9 +31,18 @@ where
     P::Input: Send,
 {
     let limit = app.config.max_body_bytes;
-    let bytes = match read_bounded(body, limit).await {
-        Ok(bytes) => bytes,
-        Err(prefix) => return answer(&P::too_large(&prefix, limit)),
+    let wait = app.config.body_timeout;
+    let bytes = match tokio::time::timeout(wait, read_bounded(body, limit)).await {
+        Ok(Ok(bytes)) => bytes,
+        Ok(Err(prefix)) => return answer(&P::too_large(&prefix, limit)),
+        // Nothing to read the event from: the protocol's answer to input it
+        // cannot read, a block wherever the agent lets a hook block.
+        Err(_) => {
+            return answer(&P::unreadable(
+                b"",
+                &format!("hookbox: blocked: the hook input did not arrive within {wait:?}"),
+            ));
+        }
     };
     let Some(client) = client else {
         return answer(&reject::<P>(

@@ -29,6 +29,7 @@
 
 mod auth;
 mod hook;
+mod listen;
 mod metrics;
 mod runs;
 
@@ -118,6 +119,15 @@ pub struct ServeConfig {
     pub max_in_flight: usize,
     /// The largest request body accepted (past it: 413, or a hook's block).
     pub max_body_bytes: usize,
+    /// Connections open at once at most; one more is answered 503 and
+    /// closed.
+    pub max_connections: usize,
+    /// A connection that has not sent a request's headers this long after
+    /// it opened (or after its last answer) is closed.
+    pub header_timeout: Duration,
+    /// A request body that has not fully arrived this long after its
+    /// headers is refused (408, or a hook's block).
+    pub body_timeout: Duration,
     /// How agents' hooks are answered where the operator has a choice.
     pub hooks: hookbox_agents::Options,
     /// An agent's session keeps the stack it started with (a Claude Code
@@ -143,6 +153,9 @@ impl Default for ServeConfig {
             max_runs: 512,
             max_in_flight: 64,
             max_body_bytes: 16 << 20,
+            max_connections: 512,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
             hooks: hookbox_agents::Options::default(),
             end_sessions_on_reload: false,
             session_store: None,
@@ -218,7 +231,11 @@ impl Server {
                 app.expire_idle();
             }
         });
-        let task = tokio::spawn(async move { axum::serve(listener, router).await });
+        let limits = listen::ConnectionLimits {
+            max_connections: app.config.max_connections.max(1),
+            header_timeout: app.config.header_timeout,
+        };
+        let task = tokio::spawn(listen::serve(listener, router, limits));
         Ok(Server {
             addr,
             app,
@@ -311,15 +328,22 @@ async fn end_run(
     }
 }
 
-/// The request body, or a 413 naming `what` when it is past the limit.
+/// The request body, or a 413 naming `what` when it is past the limit (a
+/// 408 when it does not arrive in time).
 async fn read_body(app: &App, body: Body, what: &str) -> Result<axum::body::Bytes, Box<Response>> {
     let limit = app.config.max_body_bytes;
-    axum::body::to_bytes(body, limit).await.map_err(|_| {
-        Box::new(error(
+    let wait = app.config.body_timeout;
+    match tokio::time::timeout(wait, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(Box::new(error(
             StatusCode::PAYLOAD_TOO_LARGE,
             format!("{what} is larger than {limit} bytes"),
-        ))
-    })
+        ))),
+        Err(_) => Err(Box::new(error(
+            StatusCode::REQUEST_TIMEOUT,
+            format!("{what} did not arrive within {wait:?}"),
+        ))),
+    }
 }
 
 fn unknown_run(id: &str) -> Response {
