@@ -360,6 +360,22 @@ mod tests {
     }
 
     #[test]
+    fn the_canonical_form_is_a_fixed_point_for_numbers_too() {
+        // Found by the `canonical_json` fuzz target: without exact float
+        // parsing, the form of a huge integer changed when read again.
+        for text in [
+            "8888888888888888888888888888888888888888888888888888888",
+            "8.88888888888889e+54",
+            "0.1",
+            "1e-7",
+            "123456789.123456789e300",
+        ] {
+            let once = canonical(text).unwrap();
+            assert_eq!(canonical(&once).as_deref(), Some(once.as_str()), "{text}");
+        }
+    }
+
+    #[test]
     fn what_is_not_json_stays_refused() {
         for bad in [
             "",
