@@ -15,6 +15,7 @@
 //! 0 with the answer in JSON, or 2 where that agent denies on exit 2.
 
 mod agent_hook;
+mod mcp;
 mod run;
 mod terminal;
 
@@ -153,6 +154,23 @@ enum Command {
         #[arg(required = true)]
         plugins: Vec<PathBuf>,
     },
+    /// Guard an MCP server: speaks MCP on stdio to the client and starts
+    /// COMMAND as the server. Every tools/call and its result pass through
+    /// the plugin directory's stack; every other message passes through
+    /// byte for byte (see the README's `hookbox mcp`). Exits with the
+    /// server's exit code.
+    Mcp {
+        /// The plugin directory.
+        #[arg(long = "plugins")]
+        dir: PathBuf,
+        /// A tool not to offer: left out of tools/list, and a call to it
+        /// answered as to a tool that does not exist. Repeat for more.
+        #[arg(long = "hide-tool", value_name = "NAME")]
+        hide_tools: Vec<String>,
+        /// The MCP server to start, and its arguments (after `--`).
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Replay events (JSON lines) through a stack; print the net flow of each.
     Replay {
         /// A plugin, in stack order (repeatable).
@@ -203,6 +221,8 @@ where
         Command::Run(_) => "warn,hookbox::guest=info,hookbox_runner=error",
         // Agents show a hook's stderr: keep it for the answer.
         Command::ClaudeCode { .. } | Command::Hook { .. } => "off",
+        // stderr is the MCP server's log, as its client shows it.
+        Command::Mcp { .. } => "hookbox=warn,hookbox_mcp=warn,hookbox::guest=info,warn",
         _ => "hookbox=info,hookbox_serve=info,warn",
     };
     // Already set when embedded in a program with its own subscriber: keep it.
@@ -234,6 +254,11 @@ where
             end_sessions_on_reload,
         ),
         Command::Check { plugins } => check(&plugins),
+        Command::Mcp {
+            dir,
+            hide_tools,
+            command,
+        } => mcp::mcp(&dir, &hide_tools, &command),
         Command::Watch {
             dir,
             events,

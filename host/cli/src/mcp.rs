@@ -1,0 +1,78 @@
+//! `hookbox mcp`: the stack between an MCP client (on this process's stdio)
+//! and the MCP server it starts.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{ExitCode, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use hookbox_mcp::ProxyConfig;
+
+/// How long the server may take to exit once its input is closed.
+const EXIT_GRACE: Duration = Duration::from_secs(5);
+
+pub(crate) fn mcp(dir: &Path, hidden: &[String], command: &[String]) -> Result<ExitCode> {
+    let Some((program, args)) = command.split_first() else {
+        bail!(
+            "name the MCP server to start after `--`: hookbox mcp --plugins DIR -- COMMAND [ARGS...]"
+        );
+    };
+    let runtime = crate::runtime()?;
+    let loaded = hookbox::directory::load(&runtime, dir)?;
+    for (status, error) in loaded.failures() {
+        tracing::error!(plugin = status.name, "{error}");
+    }
+    let config = ProxyConfig {
+        hidden_tools: hidden.iter().cloned().collect::<BTreeSet<_>>(),
+        ..ProxyConfig::default()
+    };
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let code = tokio.block_on(async {
+        let mut server = tokio::process::Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("cannot start the MCP server `{program}`"))?;
+        let (Some(server_in), Some(server_out)) = (server.stdout.take(), server.stdin.take())
+        else {
+            bail!("the MCP server's stdio could not be connected");
+        };
+        let client = (
+            tokio::io::BufReader::new(tokio::io::stdin()),
+            tokio::io::stdout(),
+        );
+        let server_io = (tokio::io::BufReader::new(server_in), server_out);
+        let ended = hookbox_mcp::proxy(&loaded.stack, &config, client, server_io).await;
+        let status = match tokio::time::timeout(EXIT_GRACE, server.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                tracing::warn!(
+                    "the MCP server did not exit {EXIT_GRACE:?} after its input closed; killing it"
+                );
+                let _ = server.kill().await;
+                None
+            }
+        };
+        match ended {
+            Ok(_) => Ok(status
+                .and_then(|s| s.code())
+                .map_or(1, |c| c.clamp(0, 255) as u8)),
+            Err(e) => {
+                crate::terminal::tell!("hookbox mcp: {e}");
+                Ok(1)
+            }
+        }
+    })?;
+    // The runtime's thread reading stdin may be blocked in read(2): do not
+    // wait for it.
+    tokio.shutdown_background();
+    Ok(ExitCode::from(code))
+}

@@ -1,0 +1,397 @@
+//! `hookbox mcp` between real MCP parts no one here wrote: the official
+//! Python SDK's client (PyPI `mcp`) and the reference servers
+//! `@modelcontextprotocol/server-filesystem` and `server-everything` (npm),
+//! pinned in tests/mcp and installed by tests/mcp/setup.sh into target/mcp.
+//! The plugins are the example guards and the puppet test guest.
+//!
+//! Without Node.js or Python these tests say so and pass, unless
+//! `HOOKBOX_MCP=required` (as CI sets it) makes that a failure.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use hookbox_tests::guests;
+use serde_json::{Value, json};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// target/mcp with the servers and the client installed, or `None` (with a
+/// message) when this machine cannot run them and they are not required.
+fn installed() -> Option<&'static Path> {
+    static INSTALLED: OnceLock<Option<PathBuf>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let setup = Command::new(repo().join("tests/mcp/setup.sh"))
+                .stderr(Stdio::inherit())
+                .output()
+                .expect("tests/mcp/setup.sh runs");
+            if setup.status.success() {
+                let dir = String::from_utf8(setup.stdout).unwrap();
+                return Some(PathBuf::from(dir.trim()));
+            }
+            let required = std::env::var("HOOKBOX_MCP").is_ok_and(|v| v == "required");
+            assert!(!required, "HOOKBOX_MCP=required, and tests/mcp/setup.sh failed");
+            eprintln!("skipping the MCP tests: tests/mcp/setup.sh could not install the MCP servers and client");
+            None
+        })
+        .as_deref()
+}
+
+fn server(mcp: &Path, name: &str) -> String {
+    mcp.join(format!(
+        "node_modules/@modelcontextprotocol/server-{name}/dist/index.js"
+    ))
+    .display()
+    .to_string()
+}
+
+/// A plugin directory: the example guards and the puppet, with `manifest`.
+fn plugin_dir(label: &str, manifest: &str) -> PathBuf {
+    let dir = scratch(&format!("plugins-{label}"));
+    for (name, path) in guests::ALL {
+        std::fs::copy(path, dir.join(format!("{name}.wasm"))).unwrap();
+    }
+    std::fs::write(dir.join("hookbox.toml"), manifest).unwrap();
+    dir
+}
+
+fn scratch(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("hookbox-mcp-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.canonicalize().unwrap()
+}
+
+/// `hookbox mcp --plugins DIR EXTRA... -- UPSTREAM...`, as a command line.
+fn proxy(plugins: &Path, extra: &[&str], upstream: &[&str]) -> Vec<String> {
+    let mut command = vec![
+        env!("CARGO_BIN_EXE_hookbox").to_owned(),
+        "mcp".into(),
+        "--plugins".into(),
+        plugins.display().to_string(),
+    ];
+    command.extend(extra.iter().map(|s| s.to_string()));
+    command.push("--".into());
+    command.extend(upstream.iter().map(|s| s.to_string()));
+    command
+}
+
+/// Runs a scenario of tests/mcp/client.py through `command`; what the
+/// client saw.
+fn client(mcp: &Path, scenario: &str, arg: &str, command: &[String]) -> Value {
+    let output = Command::new(mcp.join("venv/bin/python"))
+        .arg(repo().join("tests/mcp/client.py"))
+        .args([scenario, arg, "--"])
+        .args(command)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the client runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{scenario}: the client failed: {stdout}"
+    );
+    serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|_| panic!("{scenario}: {stdout}"))
+}
+
+fn filesystem_manifest(root: &Path) -> String {
+    format!(
+        r#"
+[[plugin]]
+file = "puppet.wasm"
+config = {{ name = "puppet", subscribe = "tool-call" }}
+
+[[plugin]]
+file = "deny-tools.wasm"
+config = {{ deny = "write_file" }}
+
+[[plugin]]
+file = "path-jail.wasm"
+config = {{ root = "{root}", fields = "path,source,destination" }}
+
+[[plugin]]
+file = "redact-secrets.wasm"
+"#,
+        root = root.display()
+    )
+}
+
+#[test]
+fn each_flow_on_a_real_filesystem_server_does_what_the_rules_say() {
+    let Some(mcp) = installed() else { return };
+    let root = scratch("fs-root");
+    std::fs::write(root.join("secret.txt"), "aws_key = AKIAIOSFODNN7EXAMPLE\n").unwrap();
+    std::fs::write(root.join("a.txt"), "move me").unwrap();
+    for i in 0..20 {
+        std::fs::write(root.join(format!("n{i}.txt")), format!("note {i}")).unwrap();
+    }
+    let plugins = plugin_dir("fs", &filesystem_manifest(&root));
+    let root_text = root.display().to_string();
+    let upstream = ["node", &server(mcp, "filesystem"), &root_text];
+    let command = proxy(&plugins, &["--hide-tool", "directory_tree"], &upstream);
+    let saw = client(mcp, "filesystem", &root_text, &command);
+
+    let tools = saw["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("read_text_file")), "{saw}");
+    assert!(
+        !tools.contains(&json!("directory_tree")),
+        "a hidden tool is not offered: {saw}"
+    );
+
+    // rewrite-result: the secret never reaches the client.
+    let read = &saw["read"];
+    assert_eq!(read["is_error"], false, "{read}");
+    assert!(read["text"].as_str().unwrap().contains("aws_key"), "{read}");
+    assert!(!read.to_string().contains("AKIAIOSFODNN7EXAMPLE"), "{read}");
+
+    // skip: the model reads the reason; the server never got the call.
+    let denied = &saw["write_denied"];
+    assert_eq!(denied["is_error"], true, "{denied}");
+    assert!(
+        denied["text"]
+            .as_str()
+            .unwrap()
+            .contains("denied by policy"),
+        "{denied}"
+    );
+    assert!(
+        !root.join("denied.txt").exists(),
+        "a skipped call reached the server"
+    );
+
+    // rewrite-args: a path outside the root lands inside it (the server
+    // alone would have refused it), `..` included.
+    assert_eq!(saw["jailed"]["is_error"], false, "{saw}");
+    assert!(root.join("jailed-dir").is_dir(), "{saw}");
+    assert_eq!(saw["escaped"]["is_error"], false, "{saw}");
+    assert!(root.join("out.txt").exists() && !root.parent().unwrap().join("out.txt").exists());
+
+    // A hidden tool does not exist for the client.
+    assert!(
+        saw["hidden"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("not found"),
+        "{saw}"
+    );
+
+    // Twenty calls at once: each answer is its own call's.
+    let concurrent: Vec<String> = (0..20).map(|i| format!("note {i}")).collect();
+    assert_eq!(saw["concurrent"], json!(concurrent));
+
+    // terminate: an error, and every later call of the session the same.
+    let terminated = saw["terminate"]["error"].as_str().unwrap();
+    assert!(terminated.contains("stop here"), "{saw}");
+    assert!(
+        saw["after_terminate"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("stop here"),
+        "{saw}"
+    );
+}
+
+#[test]
+fn what_is_not_a_tool_call_passes_through_and_still_works() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("everything", &filesystem_manifest(Path::new("/nowhere")));
+    let upstream = ["node", &server(mcp, "everything"), "stdio"];
+    let saw = client(mcp, "everything", "", &proxy(&plugins, &[], &upstream));
+    assert_eq!(saw["echo"]["text"], "Echo: hello - there", "{saw}");
+    // Structured content, and its output schema, arrive as the server sent them.
+    assert_eq!(saw["structured"]["is_error"], false, "{saw}");
+    assert!(saw["structured"]["structured"].is_object(), "{saw}");
+    assert_eq!(saw["long"]["is_error"], false, "{saw}");
+    assert!(
+        saw["progress"].as_array().unwrap().len() >= 4,
+        "progress notifications pass: {saw}"
+    );
+    let sampled = saw["sampled"].as_array().unwrap();
+    assert!(
+        sampled.len() == 1 && sampled[0].as_str().unwrap().ends_with("hi there"),
+        "a server's sampling request reaches the client: {saw}"
+    );
+    assert!(
+        saw["sampling"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("sampled answer"),
+        "{saw}"
+    );
+    assert_eq!(saw["cancelled"], true, "{saw}");
+    assert_eq!(
+        saw["after_cancel"]["text"], "Echo: still here",
+        "a cancelled call leaves nothing hanging: {saw}"
+    );
+    assert_eq!(saw["pinged"], true);
+    assert!(saw["resources"].as_u64().unwrap() > 0, "{saw}");
+    assert!(!saw["prompts"].as_array().unwrap().is_empty(), "{saw}");
+}
+
+#[test]
+fn a_guest_that_loops_fails_its_session_closed_and_no_other() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("loop", &filesystem_manifest(Path::new("/nowhere")));
+    let upstream = ["node", &server(mcp, "everything"), "stdio"];
+    let command = proxy(&plugins, &[], &upstream);
+    let looped = std::thread::spawn({
+        let (mcp, command) = (mcp.to_path_buf(), command.clone());
+        move || client(&mcp, "loop", "", &command)
+    });
+    let other = client_with_reload(mcp, &command, None);
+    let looped = looped.join().unwrap();
+    let first = looped["first"]["error"].as_str().unwrap();
+    assert!(
+        first.contains("puppet") && first.contains("deadline"),
+        "{looped}"
+    );
+    assert!(
+        looped["later"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("deadline"),
+        "{looped}"
+    );
+    assert_eq!(
+        other["first"]["text"], "Echo: one",
+        "another session is unaffected: {other}"
+    );
+    assert_eq!(other["second"]["text"], "Echo: two", "{other}");
+}
+
+/// The `echo` scenario: one call, then (after `between` ran) another.
+fn client_with_reload(mcp: &Path, command: &[String], between: Option<&dyn Fn()>) -> Value {
+    let mut child = Command::new(mcp.join("venv/bin/python"))
+        .arg(repo().join("tests/mcp/client.py"))
+        .args(["echo", "", "--"])
+        .args(command)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), r#"{"ready": true}"#);
+    if let Some(between) = between {
+        between();
+    }
+    writeln!(child.stdin.as_mut().unwrap()).unwrap();
+    let last = lines.next().unwrap().unwrap();
+    assert!(child.wait().unwrap().success());
+    serde_json::from_str(&last).unwrap()
+}
+
+#[test]
+fn a_session_keeps_the_stack_it_started_with_and_a_new_one_gets_the_new() {
+    let Some(mcp) = installed() else { return };
+    let manifest = |deny: &str| {
+        format!("[[plugin]]\nfile = \"deny-tools.wasm\"\nconfig = {{ deny = \"{deny}\" }}\n")
+    };
+    let plugins = plugin_dir("reload", &manifest("nothing"));
+    let upstream = ["node", &server(mcp, "everything"), "stdio"];
+    let command = proxy(&plugins, &[], &upstream);
+    let tighten = || std::fs::write(plugins.join("hookbox.toml"), manifest("echo")).unwrap();
+    let pinned = client_with_reload(mcp, &command, Some(&tighten));
+    assert_eq!(
+        pinned["second"]["text"], "Echo: two",
+        "the running session is pinned: {pinned}"
+    );
+    let fresh = client(mcp, "loop", "", &command);
+    assert!(
+        fresh["later"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("denied by policy"),
+        "{fresh}"
+    );
+}
+
+#[test]
+fn a_server_that_dies_or_babbles_mid_call_answers_the_call_with_an_error() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("broken", &filesystem_manifest(Path::new("/nowhere")));
+    let script = repo()
+        .join("tests/mcp/broken_server.py")
+        .display()
+        .to_string();
+    let python = mcp.join("venv/bin/python").display().to_string();
+    for mode in ["crash", "garbage"] {
+        let saw = client(
+            mcp,
+            "crash",
+            "",
+            &proxy(&plugins, &[], &[&python, &script, mode]),
+        );
+        let error = saw["call"]["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{mode}: {saw}"));
+        assert!(error.starts_with("hookbox:"), "{mode}: {saw}");
+        assert!(
+            !saw.to_string().contains("half"),
+            "{mode}: no partial message reaches the client"
+        );
+    }
+}
+
+/// Raw lines, no SDK: what a guard checks is what the server reads, escapes
+/// and all.
+#[test]
+fn an_escaped_method_or_tool_name_is_guarded_as_the_server_reads_it() {
+    let Some(mcp) = installed() else { return };
+    let root = scratch("raw-root");
+    let plugins = plugin_dir("raw", &filesystem_manifest(&root));
+    let root_text = root.display().to_string();
+    let command = proxy(
+        &plugins,
+        &[],
+        &["node", &server(mcp, "filesystem"), &root_text],
+    );
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let target = root.join("escaped.txt").display().to_string();
+    let lines = [
+        json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}).to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{{"name":"write\u005ffile","arguments":{{"path":"{target}","content":"x"}}}}}}"#
+        ),
+        r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":3,"method":"ping","method":"tools/call"}"#.to_owned(),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for line in &lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    let mut answers = BufReader::new(child.stdout.take().unwrap()).lines();
+    let answers: Vec<Value> = (0..4)
+        .map(|_| serde_json::from_str(&answers.next().unwrap().unwrap()).unwrap())
+        .collect();
+    drop(stdin);
+    let _ = child.wait();
+    let denied = answers
+        .iter()
+        .find(|a| a["id"] == 1)
+        .expect("call 1 answered");
+    assert_eq!(denied["result"]["isError"], true, "{answers:?}");
+    assert!(
+        !root.join("escaped.txt").exists(),
+        "an escaped tools/call slipped past the guard"
+    );
+    // A batch and a message with a key twice are refused, never forwarded.
+    let refused: Vec<&Value> = answers.iter().filter(|a| a["id"].is_null()).collect();
+    assert_eq!(refused.len(), 2, "{answers:?}");
+    assert!(
+        refused.iter().all(|a| a["error"]["code"].is_i64()),
+        "{answers:?}"
+    );
+}

@@ -1,0 +1,23 @@
+//! `hookbox mcp`: a hookbox stack between an MCP client and an MCP server.
+//!
+//! | message | what the proxy does |
+//! |---|---|
+//! | `tools/call` (client → server) | a `tool-call` event: continue forwards it with the arguments the guards saw (one canonical JSON form); rewrite-args forwards the rewritten arguments; skip answers the client with a tool result marked `isError` carrying the reason, and the server never sees the call; terminate, or a stack that fails closed, answers with a JSON-RPC error, and every later call of the session gets the same |
+//! | its result (server → client) | a `tool-result` event (the result as JSON; `isError`, or a JSON-RPC error, is an error outcome): rewrite-result replaces what the client sees (a whole result when the guard wrote one, else its text as the only content); terminate answers with an error |
+//! | a call to a hidden tool | answered as a call to a tool that does not exist; hidden tools are left out of `tools/list` |
+//! | `notifications/cancelled` | forwarded, unless it names a call the proxy answered itself |
+//! | everything else, both ways | passed through byte for byte, in order |
+//! | a JSON-RPC batch from the client, a line that is not JSON | refused with a JSON-RPC error (never forwarded: the server might read it another way) |
+//! | a line from the server that is not a message | ends the session: nothing of it reaches the client, calls still waiting are answered with an error |
+//!
+//! Built on a line-level pass-through rather than the Rust MCP SDK (`rmcp`):
+//! the SDK's typed messages drop fields they do not know and reorder the
+//! rest, so a newer protocol revision would break through the proxy. Here a
+//! message the proxy does not guard is never parsed into anything but its
+//! envelope, and is written out as the bytes it read.
+
+mod lines;
+pub mod message;
+mod proxy;
+
+pub use proxy::{Ended, Error, ProxyConfig, proxy};

@@ -1,0 +1,175 @@
+//! Reading JSON-RPC messages without changing them: what the proxy needs of
+//! a message (its id, method, params or result), borrowed from the line it
+//! came on. A message the proxy does not guard is written out as the very
+//! bytes it read.
+//!
+//! Strings are decoded as any JSON reader decodes them: a method spelled
+//! `"tools\/call"` is `tools/call`, as it is to the server behind the
+//! proxy. A message with a key twice is refused, not read one way here and
+//! another way there.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+
+/// What the proxy reads of one message.
+#[derive(Debug, Deserialize)]
+pub struct Envelope<'a> {
+    /// The request or response id, as sent.
+    #[serde(borrow, default)]
+    pub id: Option<&'a RawValue>,
+    /// The method of a request or notification.
+    #[serde(borrow, default)]
+    pub method: Option<Cow<'a, str>>,
+    /// Its params, as sent.
+    #[serde(borrow, default)]
+    pub params: Option<&'a RawValue>,
+    /// A response's result, as sent.
+    #[serde(borrow, default)]
+    pub result: Option<&'a RawValue>,
+    /// A response's error, as sent.
+    #[serde(borrow, default)]
+    pub error: Option<&'a RawValue>,
+}
+
+/// One line of the transport, read.
+#[derive(Debug)]
+pub enum Line<'a> {
+    /// A single message.
+    Message(Envelope<'a>),
+    /// A JSON-RPC batch (an array): its elements, as sent.
+    Batch(Vec<&'a RawValue>),
+    /// Not a message: why.
+    Invalid(String),
+}
+
+/// Reads one line of the transport.
+pub fn read(line: &str) -> Line<'_> {
+    if line.trim_start().starts_with('[') {
+        return match serde_json::from_str::<Vec<&RawValue>>(line) {
+            Ok(items) => Line::Batch(items),
+            Err(e) => Line::Invalid(format!("not JSON: {e}")),
+        };
+    }
+    match serde_json::from_str::<Envelope<'_>>(line) {
+        Ok(envelope) => Line::Message(envelope),
+        Err(e) => Line::Invalid(format!("not a JSON-RPC message: {e}")),
+    }
+}
+
+impl Envelope<'_> {
+    /// Whether it is a response (an id, no method).
+    pub fn is_response(&self) -> bool {
+        self.method.is_none() && self.id.is_some()
+    }
+
+    /// The id in one spelling, for matching a response to its request
+    /// (`1` and `1.0` are one id to a JSON reader).
+    pub fn id_key(&self) -> Option<String> {
+        self.id.map(id_key)
+    }
+}
+
+/// `id` in one spelling: a number as JavaScript writes it back (`1.0` is
+/// `1`), a string decoded and written again.
+pub fn id_key(id: &RawValue) -> String {
+    match serde_json::from_str::<Value>(id.get()) {
+        Ok(Value::Number(n)) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        Ok(value) => value.to_string(),
+        Err(_) => id.get().to_owned(),
+    }
+}
+
+/// A JSON-RPC error response to `id` (`null` when the request's id is not
+/// known).
+pub fn error(id: Option<&RawValue>, code: i64, message: &str) -> String {
+    let id = id.map_or(Value::Null, |id| {
+        serde_json::from_str(id.get()).unwrap_or(Value::Null)
+    });
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// A successful response to `id` carrying `result`.
+pub fn response(id: &RawValue, result: &Value) -> String {
+    let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+    json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string()
+}
+
+/// A tool result the model reads as the tool's error (`isError`), saying
+/// `text`.
+pub fn tool_error(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+/// `line` with its `params.arguments` (or `result`, ...) replaced: the
+/// message as a map in its own key order, one member set, written back.
+pub fn with_member(line: &str, path: &[&str], value: Value) -> Option<String> {
+    let mut message: Value = serde_json::from_str(line).ok()?;
+    let (last, parents) = path.split_last()?;
+    let mut at = &mut message;
+    for key in parents {
+        at = at.get_mut(*key)?;
+    }
+    at.as_object_mut()?.insert((*last).to_owned(), value);
+    Some(message.to_string())
+}
+
+/// JSON-RPC error codes the proxy answers with.
+pub mod code {
+    /// The line is not JSON.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// Not a valid request (a batch, which hookbox does not forward).
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// Params that cannot be read, or a tool that is not offered.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// The proxy's own refusal: a guard terminated the call, the stack
+    /// failed closed, or the server went away.
+    pub const REFUSED: i64 = -32001;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_escaped_method_reads_as_the_server_reads_it() {
+        let Line::Message(message) = read(r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call"}"#)
+        else {
+            panic!("a message")
+        };
+        assert_eq!(message.method.as_deref(), Some("tools/call"));
+    }
+
+    #[test]
+    fn a_key_given_twice_is_refused() {
+        let line = r#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}"#;
+        assert!(matches!(read(line), Line::Invalid(_)));
+    }
+
+    #[test]
+    fn ids_match_in_any_spelling() {
+        let Line::Message(a) = read(r#"{"id":1.0,"result":{}}"#) else {
+            panic!()
+        };
+        let Line::Message(b) = read(r#"{"id":1,"result":{}}"#) else {
+            panic!()
+        };
+        assert_eq!(a.id_key(), b.id_key());
+        assert!(a.is_response());
+    }
+
+    #[test]
+    fn a_member_is_replaced_in_place_and_the_rest_kept_in_order() {
+        let line = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"a":1},"_meta":{"progressToken":3}}}"#;
+        let out = with_member(line, &["params", "arguments"], json!({"b": 2})).unwrap();
+        assert_eq!(
+            out,
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","arguments":{"b":2},"_meta":{"progressToken":3}}}"#
+        );
+    }
+}

@@ -1,0 +1,722 @@
+//! One MCP session between a client and a server, each a stream of lines.
+//!
+//! Two pumps, one per direction, each handling its messages in the order
+//! they came; a guarded message is decided before the next one of its
+//! direction moves, so nothing overtakes it. The session's run is the
+//! stack's state for the whole session.
+
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hookbox::{
+    Flow, HookStack, Outcome, Run, StepEvent, ToolCall, ToolError, ToolErrorKind, ToolOutcome,
+    ToolResult,
+};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::lines::{LineReader, Read};
+use crate::message::{self, Envelope, Line, code, id_key};
+
+/// How a session is guarded.
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Tools not offered to the client: left out of `tools/list`, and a
+    /// call to one is answered as a call to a tool that does not exist.
+    pub hidden_tools: BTreeSet<String>,
+    /// The longest line accepted from either side; a longer one ends the
+    /// session (a client's is refused first).
+    pub max_line_bytes: usize,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> ProxyConfig {
+        ProxyConfig {
+            hidden_tools: BTreeSet::new(),
+            max_line_bytes: 64 << 20,
+        }
+    }
+}
+
+/// Why a session ended other than by its client or server closing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server wrote something that is not a JSON-RPC message, or a line
+    /// past the limit. Nothing of it reached the client.
+    #[error("the MCP server broke the protocol: {0}")]
+    Upstream(String),
+    /// Reading or writing a stream failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// Which stream.
+        what: &'static str,
+        /// The failure.
+        source: std::io::Error,
+    },
+}
+
+/// How the session ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The server closed its output (it exited).
+    ServerClosed,
+    /// The client closed its input, and then the server its output.
+    ClientClosed,
+}
+
+/// A `tools/call` forwarded to the server, waiting for its result.
+struct Pending {
+    tool_name: String,
+    call_id: String,
+    internal_id: String,
+    args: String,
+}
+
+/// Ids of calls the proxy answered itself, so their cancellations are not
+/// forwarded to a server that never saw them. The newest few are enough.
+const ANSWERED_KEPT: usize = 1024;
+
+struct Session {
+    run: Arc<Mutex<Run>>,
+    pending: Mutex<HashMap<String, Pending>>,
+    lists: Mutex<HashSet<String>>,
+    answered_here: Mutex<VecDeque<String>>,
+    hidden: BTreeSet<String>,
+    calls: AtomicU64,
+}
+
+impl Session {
+    /// Asks the run about `event`, off the async threads (a guest may run
+    /// up to its deadline).
+    async fn step(&self, event: StepEvent) -> Outcome {
+        let run = self.run.clone();
+        let decided = tokio::task::spawn_blocking(move || {
+            let mut run = run.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            run.step(&event)
+        })
+        .await;
+        decided.unwrap_or_else(|e| {
+            Err(hookbox::FailClosed::new(
+                &"hookbox".into(),
+                hookbox::Cause::Trap,
+                format!("deciding the event stopped: {e}"),
+            ))
+        })
+    }
+
+    fn answered_here(&self, key: String) {
+        let mut answered = self.answered_here.lock().unwrap_or_else(|p| p.into_inner());
+        if answered.len() == ANSWERED_KEPT {
+            answered.pop_front();
+        }
+        answered.push_back(key);
+    }
+}
+
+/// Proxies one session: `client` (its messages in, the answers out) and
+/// `server` (the upstream's output, its input), until the server closes its
+/// output. The client closing its input closes the server's.
+///
+/// # Errors
+/// [`Error`] when the server breaks the protocol or a stream fails; calls
+/// still waiting are answered with an error first.
+pub async fn proxy(
+    stack: &HookStack,
+    config: &ProxyConfig,
+    (client_in, client_out): (
+        impl AsyncBufRead + Unpin + Send + 'static,
+        impl AsyncWrite + Unpin + Send + 'static,
+    ),
+    (server_in, server_out): (
+        impl AsyncBufRead + Unpin + Send + 'static,
+        impl AsyncWrite + Unpin + Send + 'static,
+    ),
+) -> Result<Ended, Error> {
+    let session = Arc::new(Session {
+        run: Arc::new(Mutex::new(
+            stack.start_run(format!("mcp-{}", std::process::id())),
+        )),
+        pending: Mutex::default(),
+        lists: Mutex::default(),
+        answered_here: Mutex::default(),
+        hidden: config.hidden_tools.clone(),
+        calls: AtomicU64::new(0),
+    });
+    let (to_client, client_writer) = writer(client_out, "writing to the client");
+    let (to_server, server_writer) = writer(server_out, "writing to the MCP server");
+    let client_closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let from_client = tokio::spawn({
+        let (session, to_client, closed) =
+            (session.clone(), to_client.clone(), client_closed.clone());
+        let reader = LineReader::new(client_in, config.max_line_bytes);
+        async move {
+            let result = client_pump(&session, reader, &to_client, &to_server).await;
+            closed.store(true, Ordering::SeqCst);
+            // Dropping `to_server` closes the server's input.
+            result
+        }
+    });
+    let reader = LineReader::new(server_in, config.max_line_bytes);
+    let result = server_pump(&session, reader, &to_client).await;
+    from_client.abort();
+    // Whatever the server left unanswered is answered now: never a call
+    // left hanging.
+    let unanswered: Vec<String> = session
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .drain()
+        .map(|(_, pending)| pending.call_id)
+        .collect();
+    // What the server wrote is not quoted to the client (the error on
+    // stderr shows it): no piece of a broken message reaches it.
+    let why = match &result {
+        Ok(()) => "the MCP server exited before answering",
+        Err(Error::Upstream(_)) => {
+            "the MCP server broke the protocol (hookbox's log says how); the call was not answered"
+        }
+        Err(Error::Io { .. }) => {
+            "the connection to the MCP server failed; the call was not answered"
+        }
+    };
+    for id in unanswered {
+        if let Ok(id) = RawValue::from_string(id) {
+            let _ = to_client
+                .send(message::error(
+                    Some(&id),
+                    code::REFUSED,
+                    &format!("hookbox: {why}"),
+                ))
+                .await;
+        }
+    }
+    drop(to_client);
+    let _ = client_writer.await;
+    server_writer.abort();
+    result.map(|()| {
+        if client_closed.load(Ordering::SeqCst) {
+            Ended::ClientClosed
+        } else {
+            Ended::ServerClosed
+        }
+    })
+}
+
+/// A channel whose lines a task writes to `out`, one per line, in order.
+fn writer(
+    mut out: impl AsyncWrite + Unpin + Send + 'static,
+    what: &'static str,
+) -> (
+    mpsc::Sender<String>,
+    tokio::task::JoinHandle<Result<(), Error>>,
+) {
+    let (send, mut receive) = mpsc::channel::<String>(256);
+    let task = tokio::spawn(async move {
+        let io = |source| Error::Io { what, source };
+        while let Some(mut line) = receive.recv().await {
+            line.push('\n');
+            out.write_all(line.as_bytes()).await.map_err(io)?;
+            if receive.is_empty() {
+                out.flush().await.map_err(io)?;
+            }
+        }
+        out.flush().await.map_err(io)?;
+        out.shutdown().await.map_err(io)
+    });
+    (send, task)
+}
+
+/// Client → server: guards `tools/call`, notes `tools/list`, refuses what is
+/// not a message, passes the rest as it came.
+async fn client_pump(
+    session: &Session,
+    mut reader: LineReader<impl AsyncBufRead + Unpin>,
+    to_client: &mpsc::Sender<String>,
+    to_server: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    loop {
+        let line = match reader.next().await {
+            Read::Line(line) => line,
+            Read::End => return Ok(()),
+            Read::TooLong(limit) => {
+                let refusal = message::error(
+                    None,
+                    code::INVALID_REQUEST,
+                    &format!("hookbox: a message longer than {limit} bytes is not forwarded"),
+                );
+                send(to_client, refusal).await?;
+                continue;
+            }
+            Read::NotUtf8 => {
+                send(
+                    to_client,
+                    message::error(None, code::PARSE_ERROR, "hookbox: not UTF-8"),
+                )
+                .await?;
+                continue;
+            }
+            Read::Failed(source) => {
+                return Err(Error::Io {
+                    what: "reading from the client",
+                    source,
+                });
+            }
+        };
+        match message::read(&line) {
+            Line::Invalid(why) => {
+                send(
+                    to_client,
+                    message::error(None, code::PARSE_ERROR, &format!("hookbox: {why}")),
+                )
+                .await?;
+            }
+            Line::Batch(_) => {
+                let refusal = message::error(
+                    None,
+                    code::INVALID_REQUEST,
+                    "hookbox: JSON-RPC batches are not forwarded (MCP has none since 2025-06-18); send each message on its own line",
+                );
+                send(to_client, refusal).await?;
+            }
+            Line::Message(envelope) => {
+                client_message(session, &envelope, &line, to_client, to_server).await?;
+            }
+        }
+    }
+}
+
+async fn client_message(
+    session: &Session,
+    envelope: &Envelope<'_>,
+    line: &str,
+    to_client: &mpsc::Sender<String>,
+    to_server: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    match (envelope.method.as_deref(), envelope.id) {
+        (Some("tools/call"), Some(id)) => {
+            tool_call(session, envelope, id, line, to_client, to_server).await
+        }
+        (Some("tools/call"), None) => {
+            tracing::warn!("a tools/call without an id (a notification) is not forwarded");
+            Ok(())
+        }
+        (Some("tools/list"), Some(id)) if !session.hidden.is_empty() => {
+            session
+                .lists
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id_key(id));
+            send(to_server, line.to_owned()).await
+        }
+        (Some("notifications/cancelled"), _) => {
+            let target = envelope
+                .params
+                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+                .and_then(|p| {
+                    p.get("requestId")
+                        .and_then(|v| RawValue::from_string(v.to_string()).ok())
+                })
+                .map(|raw| id_key(&raw));
+            let answered = target.is_some_and(|key| {
+                session
+                    .answered_here
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains(&key)
+            });
+            if answered {
+                // The server never saw that call: nothing to cancel there.
+                return Ok(());
+            }
+            send(to_server, line.to_owned()).await
+        }
+        _ => send(to_server, line.to_owned()).await,
+    }
+}
+
+/// A `tools/call`: a `tool-call` event; forwarded (as decided), answered
+/// here, or refused.
+async fn tool_call(
+    session: &Session,
+    envelope: &Envelope<'_>,
+    id: &RawValue,
+    line: &str,
+    to_client: &mpsc::Sender<String>,
+    to_server: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    let key = id_key(id);
+    let answer_here = |text: String| {
+        session.answered_here(key.clone());
+        text
+    };
+    let params = envelope
+        .params
+        .and_then(|p| serde_json::from_str::<serde_json::Map<String, Value>>(p.get()).ok());
+    let Some(params) = params else {
+        let refusal = message::error(
+            Some(id),
+            code::INVALID_PARAMS,
+            "hookbox: tools/call needs params, an object",
+        );
+        return send(to_client, answer_here(refusal)).await;
+    };
+    let Some(name) = params.get("name").and_then(Value::as_str) else {
+        let refusal = message::error(
+            Some(id),
+            code::INVALID_PARAMS,
+            "hookbox: tools/call needs the tool's name",
+        );
+        return send(to_client, answer_here(refusal)).await;
+    };
+    if session.hidden.contains(name) {
+        let refusal = message::error(
+            Some(id),
+            code::INVALID_PARAMS,
+            &format!("Tool {name} not found"),
+        );
+        return send(to_client, answer_here(refusal)).await;
+    }
+    let arguments = params
+        .get("arguments")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    if !arguments.is_object() {
+        let refusal = message::error(
+            Some(id),
+            code::INVALID_PARAMS,
+            "hookbox: a tool's arguments are an object",
+        );
+        return send(to_client, answer_here(refusal)).await;
+    }
+    // What the guards see, and what the server gets: one canonical form.
+    let args = arguments.to_string();
+    let internal_id = format!("mcp-{}", session.calls.fetch_add(1, Ordering::Relaxed));
+    let event = StepEvent::ToolCall(ToolCall {
+        tool_name: name.to_owned(),
+        tool_call_id: Some(key.clone()),
+        internal_call_id: internal_id.clone(),
+        args: args.clone(),
+    });
+    let decision = match session.step(event).await {
+        Ok(decision) => decision,
+        Err(failure) => {
+            let refusal = message::error(
+                Some(id),
+                code::REFUSED,
+                &format!("hookbox: {failure}; this session's later calls are refused too"),
+            );
+            return send(to_client, answer_here(refusal)).await;
+        }
+    };
+    let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
+    let forward_args = match decision.flow {
+        Flow::Continue => args,
+        Flow::RewriteArgs(rewritten) => match serde_json::from_str::<Value>(&rewritten) {
+            Ok(value) if value.is_object() => value.to_string(),
+            _ => {
+                let refusal = message::error(
+                    Some(id),
+                    code::REFUSED,
+                    &format!(
+                        "hookbox: `{plugin}` rewrote the arguments to something that is not a JSON object; the call is refused"
+                    ),
+                );
+                return send(to_client, answer_here(refusal)).await;
+            }
+        },
+        Flow::Skip(reason) => {
+            let result = message::response(id, &message::tool_error(&reason));
+            return send(to_client, answer_here(result)).await;
+        }
+        Flow::Terminate(reason) => {
+            let refusal = message::error(
+                Some(id),
+                code::REFUSED,
+                &format!("hookbox: `{plugin}` ended this session's run: {reason}"),
+            );
+            return send(to_client, answer_here(refusal)).await;
+        }
+        other => {
+            let refusal = message::error(
+                Some(id),
+                code::REFUSED,
+                &format!(
+                    "hookbox: a tool call cannot take `{}`; refused",
+                    other.name()
+                ),
+            );
+            return send(to_client, answer_here(refusal)).await;
+        }
+    };
+    // As sent when it already is what the guards saw; otherwise the
+    // message with the arguments they saw (or wrote), and nothing else
+    // changed.
+    let sent_args = serde_json::from_str::<HashMap<String, &RawValue>>(
+        envelope.params.map_or("{}", RawValue::get),
+    )
+    .ok()
+    .and_then(|raw| raw.get("arguments").map(|a| a.get().to_owned()));
+    let outgoing = if sent_args.as_deref() == Some(forward_args.as_str()) {
+        line.to_owned()
+    } else {
+        let value: Value = serde_json::from_str(&forward_args).unwrap_or_else(|_| json!({}));
+        match message::with_member(line, &["params", "arguments"], value) {
+            Some(rewritten) => rewritten,
+            None => {
+                let refusal = message::error(
+                    Some(id),
+                    code::REFUSED,
+                    "hookbox: the call could not be rewritten",
+                );
+                return send(to_client, answer_here(refusal)).await;
+            }
+        }
+    };
+    session
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(
+            key,
+            Pending {
+                tool_name: name.to_owned(),
+                call_id: id.get().to_owned(),
+                internal_id,
+                args: forward_args,
+            },
+        );
+    send(to_server, outgoing).await
+}
+
+/// Server → client: guards the results of forwarded calls, filters
+/// `tools/list`, passes the rest as it came. Anything that is not a
+/// message ends the session.
+async fn server_pump(
+    session: &Session,
+    mut reader: LineReader<impl AsyncBufRead + Unpin>,
+    to_client: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    loop {
+        let line = match reader.next().await {
+            Read::Line(line) => line,
+            Read::End => return Ok(()),
+            Read::TooLong(limit) => {
+                return Err(Error::Upstream(format!("a line longer than {limit} bytes")));
+            }
+            Read::NotUtf8 => return Err(Error::Upstream("a line that is not UTF-8".into())),
+            Read::Failed(source) => {
+                return Err(Error::Io {
+                    what: "reading from the MCP server",
+                    source,
+                });
+            }
+        };
+        match message::read(&line) {
+            Line::Invalid(why) => {
+                let shown: String = line.chars().take(80).collect();
+                return Err(Error::Upstream(format!("{why} (it wrote {shown:?})")));
+            }
+            // Each element is a message of its own to the client.
+            Line::Batch(items) => {
+                for item in items {
+                    match message::read(item.get()) {
+                        Line::Message(envelope) => {
+                            server_message(session, &envelope, item.get(), to_client).await?
+                        }
+                        _ => {
+                            return Err(Error::Upstream(
+                                "a batch holding something that is not a message".into(),
+                            ));
+                        }
+                    }
+                }
+            }
+            Line::Message(envelope) => server_message(session, &envelope, &line, to_client).await?,
+        }
+    }
+}
+
+async fn server_message(
+    session: &Session,
+    envelope: &Envelope<'_>,
+    line: &str,
+    to_client: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    let key = match envelope.id_key() {
+        Some(key) if envelope.is_response() => key,
+        _ => return send(to_client, line.to_owned()).await,
+    };
+    let pending = session
+        .pending
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&key);
+    if let Some(pending) = pending {
+        return tool_result(session, envelope, pending, line, to_client).await;
+    }
+    let listed = session
+        .lists
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(&key);
+    if listed && let Some(result) = envelope.result {
+        return send(to_client, without_hidden(&session.hidden, result, line)).await;
+    }
+    send(to_client, line.to_owned()).await
+}
+
+/// A `tools/list` result without the hidden tools.
+fn without_hidden(hidden: &BTreeSet<String>, result: &RawValue, line: &str) -> String {
+    let Ok(Value::Object(result)) = serde_json::from_str::<Value>(result.get()) else {
+        return line.to_owned();
+    };
+    let Some(Value::Array(tools)) = result.get("tools") else {
+        return line.to_owned();
+    };
+    let offered: Vec<Value> = tools
+        .iter()
+        .filter(|tool| {
+            !tool
+                .get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| hidden.contains(n))
+        })
+        .cloned()
+        .collect();
+    if offered.len() == tools.len() {
+        return line.to_owned();
+    }
+    message::with_member(line, &["result", "tools"], Value::Array(offered))
+        .unwrap_or_else(|| line.to_owned())
+}
+
+/// The result of a forwarded call: a `tool-result` event; passed on, its
+/// result rewritten, or refused.
+async fn tool_result(
+    session: &Session,
+    envelope: &Envelope<'_>,
+    pending: Pending,
+    line: &str,
+    to_client: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    let Ok(id) = RawValue::from_string(pending.call_id.clone()) else {
+        return send(to_client, line.to_owned()).await;
+    };
+    let (result, original, outcome) = match (envelope.result, envelope.error) {
+        (Some(result), _) => {
+            let value: Value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+            let failed = value.get("isError") == Some(&Value::Bool(true));
+            let outcome = if failed {
+                ToolOutcome::Error(ToolError {
+                    kind: ToolErrorKind::Execution,
+                    message: text_of(&value),
+                })
+            } else {
+                ToolOutcome::Success
+            };
+            (value.to_string(), Some(value), outcome)
+        }
+        (None, Some(error)) => {
+            let value: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
+            let text = value
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            let outcome = ToolOutcome::Error(ToolError {
+                kind: ToolErrorKind::Other,
+                message: text.clone(),
+            });
+            (text, None, outcome)
+        }
+        (None, None) => return send(to_client, line.to_owned()).await,
+    };
+    let event = StepEvent::ToolResult(ToolResult {
+        tool_name: pending.tool_name,
+        tool_call_id: Some(id_key(&id)),
+        internal_call_id: pending.internal_id,
+        args: pending.args,
+        result,
+        outcome,
+        extensions: "{}".into(),
+    });
+    let refusal = |why: String| {
+        message::error(
+            Some(&id),
+            code::REFUSED,
+            &format!("hookbox: {why}; this session's later calls are refused too"),
+        )
+    };
+    let decision = match session.step(event).await {
+        Ok(decision) => decision,
+        Err(failure) => return send(to_client, refusal(failure.to_string())).await,
+    };
+    let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
+    match decision.flow {
+        Flow::Continue => send(to_client, line.to_owned()).await,
+        Flow::RewriteResult(text) => {
+            let answer = match original {
+                Some(original) => message::response(&id, &rewritten_result(&original, &text)),
+                // A JSON-RPC error stays one, saying what the guard wrote.
+                None => message::error(Some(&id), code::REFUSED, &text),
+            };
+            send(to_client, answer).await
+        }
+        Flow::Terminate(reason) => {
+            send(
+                to_client,
+                refusal(format!("`{plugin}` ended this session's run: {reason}")),
+            )
+            .await
+        }
+        other => {
+            send(
+                to_client,
+                refusal(format!("a tool result cannot take `{}`", other.name())),
+            )
+            .await
+        }
+    }
+}
+
+/// The result the client sees after a guard rewrote `original` to `text`:
+/// a whole result when the guard wrote one (an object with `content`),
+/// else `text` as the only content. Structured content the guard did not
+/// write again is dropped, and the result then marked an error: a client
+/// checking it against the tool's output schema must not take text for it.
+fn rewritten_result(original: &Value, text: &str) -> Value {
+    if let Ok(Value::Object(result)) = serde_json::from_str::<Value>(text)
+        && result.get("content").is_some_and(Value::is_array)
+    {
+        return Value::Object(result);
+    }
+    let failed = original.get("isError") == Some(&Value::Bool(true));
+    let structured = original.get("structuredContent").is_some();
+    json!({"content": [{"type": "text", "text": text}], "isError": failed || structured})
+}
+
+/// The text blocks of a result, joined.
+fn text_of(result: &Value) -> String {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+async fn send(to: &mpsc::Sender<String>, line: String) -> Result<(), Error> {
+    to.send(line).await.map_err(|_| Error::Io {
+        what: "writing",
+        source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+    })
+}
