@@ -76,6 +76,16 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         if line.last() == Some(&b'\r') {
             line.pop();
         }
+        // A bare CR ends a line for many readers (Python's text streams,
+        // Node's readline): one line here would be several there, and a
+        // message could hide inside another. In JSON a CR outside a string
+        // is only whitespace (inside one it must be escaped), so a space
+        // reads the same to every reader.
+        for byte in &mut line {
+            if *byte == b'\r' {
+                *byte = b' ';
+            }
+        }
         match String::from_utf8(line) {
             Ok(line) => Read::Line(line),
             Err(_) => Read::NotUtf8,
@@ -103,7 +113,7 @@ mod tests {
 
     #[tokio::test]
     async fn lines_are_split_bounded_and_checked() {
-        let input = b"{\"a\":1}\r\n\n{\"b\":2}\n0123456789abcdef\n\xff\n{\"c\":3}";
+        let input = b"{\"a\":1}\r\n\n{\"b\":2}\n0123456789abcdef\n\xff\n{\"c\":\r3}";
         assert_eq!(
             all(input, 12).await,
             [
@@ -111,7 +121,7 @@ mod tests {
                 "{\"b\":2}",
                 "<too long>",
                 "<not utf-8>",
-                "{\"c\":3}"
+                "{\"c\": 3}"
             ]
         );
     }

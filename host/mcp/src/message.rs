@@ -94,6 +94,12 @@ pub fn error(id: Option<&RawValue>, code: i64, message: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
 }
 
+/// An error response to `id` carrying `error` (an error object as read).
+pub fn error_object(id: &RawValue, error: Value) -> String {
+    let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);
+    json!({"jsonrpc": "2.0", "id": id, "error": error}).to_string()
+}
+
 /// A successful response to `id` carrying `result`.
 pub fn response(id: &RawValue, result: &Value) -> String {
     let id: Value = serde_json::from_str(id.get()).unwrap_or(Value::Null);

@@ -5,7 +5,7 @@
 //! direction moves, so nothing overtakes it. The session's run is the
 //! stack's state for the whole session.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -36,7 +36,7 @@ impl Default for ProxyConfig {
     fn default() -> ProxyConfig {
         ProxyConfig {
             hidden_tools: BTreeSet::new(),
-            max_line_bytes: 64 << 20,
+            max_line_bytes: 16 << 20,
         }
     }
 }
@@ -68,6 +68,22 @@ pub enum Ended {
     ClientClosed,
 }
 
+/// A client request forwarded to the server, waiting for its response.
+enum Outstanding {
+    /// A `tools/call`: its result is guarded.
+    Call(Pending),
+    /// A `tools/list`: hidden tools are taken out of its result.
+    List,
+    /// Anything else: its response passes.
+    Other,
+}
+
+/// Requests waiting for the server at once, at most; one more is refused.
+const MAX_OUTSTANDING: usize = 4096;
+
+/// How long the server may keep writing after the client closed its input.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A `tools/call` forwarded to the server, waiting for its result.
 struct Pending {
     tool_name: String,
@@ -82,8 +98,10 @@ const ANSWERED_KEPT: usize = 1024;
 
 struct Session {
     run: Arc<Mutex<Run>>,
-    pending: Mutex<HashMap<String, Pending>>,
-    lists: Mutex<HashSet<String>>,
+    /// Client requests the server has not answered, by id.
+    outstanding: Mutex<HashMap<String, Outstanding>>,
+    /// Requests the client cancelled: a late response to one is dropped.
+    cancelled: Mutex<VecDeque<String>>,
     answered_here: Mutex<VecDeque<String>>,
     hidden: BTreeSet<String>,
     calls: AtomicU64,
@@ -109,12 +127,21 @@ impl Session {
     }
 
     fn answered_here(&self, key: String) {
-        let mut answered = self.answered_here.lock().unwrap_or_else(|p| p.into_inner());
-        if answered.len() == ANSWERED_KEPT {
-            answered.pop_front();
-        }
-        answered.push_back(key);
+        remember(&self.answered_here, key);
     }
+
+    fn outstanding(&self) -> std::sync::MutexGuard<'_, HashMap<String, Outstanding>> {
+        self.outstanding.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Keeps `key` among the newest [`ANSWERED_KEPT`] of `list`.
+fn remember(list: &Mutex<VecDeque<String>>, key: String) {
+    let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
+    if list.len() == ANSWERED_KEPT {
+        list.pop_front();
+    }
+    list.push_back(key);
 }
 
 /// Proxies one session: `client` (its messages in, the answers out) and
@@ -140,8 +167,8 @@ pub async fn proxy(
         run: Arc::new(Mutex::new(
             stack.start_run(format!("mcp-{}", std::process::id())),
         )),
-        pending: Mutex::default(),
-        lists: Mutex::default(),
+        outstanding: Mutex::default(),
+        cancelled: Mutex::default(),
         answered_here: Mutex::default(),
         hidden: config.hidden_tools.clone(),
         calls: AtomicU64::new(0),
@@ -149,6 +176,7 @@ pub async fn proxy(
     let (to_client, client_writer) = writer(client_out, "writing to the client");
     let (to_server, server_writer) = writer(server_out, "writing to the MCP server");
     let client_closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (done, client_done) = tokio::sync::oneshot::channel::<()>();
     let from_client = tokio::spawn({
         let (session, to_client, closed) =
             (session.clone(), to_client.clone(), client_closed.clone());
@@ -157,20 +185,33 @@ pub async fn proxy(
             let result = client_pump(&session, reader, &to_client, &to_server).await;
             closed.store(true, Ordering::SeqCst);
             // Dropping `to_server` closes the server's input.
+            drop(to_server);
+            let _ = done.send(());
             result
         }
     });
     let reader = LineReader::new(server_in, config.max_line_bytes);
-    let result = server_pump(&session, reader, &to_client).await;
+    let result = tokio::select! {
+        result = server_pump(&session, reader, &to_client) => result,
+        // The client is gone and the server does not finish: stop waiting.
+        () = async {
+            if client_done.await.is_ok() {
+                tokio::time::sleep(CLOSE_GRACE).await;
+            } else {
+                std::future::pending::<()>().await;
+            }
+        } => Ok(()),
+    };
     from_client.abort();
     // Whatever the server left unanswered is answered now: never a call
     // left hanging.
     let unanswered: Vec<String> = session
-        .pending
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+        .outstanding()
         .drain()
-        .map(|(_, pending)| pending.call_id)
+        .filter_map(|(_, waiting)| match waiting {
+            Outstanding::Call(pending) => Some(pending.call_id),
+            _ => None,
+        })
         .collect();
     // What the server wrote is not quoted to the client (the error on
     // stderr shows it): no piece of a broken message reaches it.
@@ -274,13 +315,26 @@ async fn client_pump(
                 )
                 .await?;
             }
-            Line::Batch(_) => {
-                let refusal = message::error(
-                    None,
-                    code::INVALID_REQUEST,
-                    "hookbox: JSON-RPC batches are not forwarded (MCP has none since 2025-06-18); send each message on its own line",
-                );
-                send(to_client, refusal).await?;
+            Line::Batch(items) => {
+                // Each request in it is answered, so none is left waiting.
+                const WHY: &str = "hookbox: JSON-RPC batches are not forwarded (MCP has none since 2025-06-18); send each message on its own line";
+                let ids: Vec<Option<&RawValue>> = items
+                    .iter()
+                    .map(|item| match message::read(item.get()) {
+                        Line::Message(m) if m.method.is_some() => m.id,
+                        _ => None,
+                    })
+                    .collect();
+                if ids.iter().all(Option::is_none) {
+                    send(to_client, message::error(None, code::INVALID_REQUEST, WHY)).await?;
+                }
+                for id in ids.into_iter().flatten() {
+                    send(
+                        to_client,
+                        message::error(Some(id), code::INVALID_REQUEST, WHY),
+                    )
+                    .await?;
+                }
             }
             Line::Message(envelope) => {
                 client_message(session, &envelope, &line, to_client, to_server).await?;
@@ -296,46 +350,86 @@ async fn client_message(
     to_client: &mpsc::Sender<String>,
     to_server: &mpsc::Sender<String>,
 ) -> Result<(), Error> {
-    match (envelope.method.as_deref(), envelope.id) {
-        (Some("tools/call"), Some(id)) => {
-            tool_call(session, envelope, id, line, to_client, to_server).await
-        }
-        (Some("tools/call"), None) => {
-            tracing::warn!("a tools/call without an id (a notification) is not forwarded");
-            Ok(())
-        }
-        (Some("tools/list"), Some(id)) if !session.hidden.is_empty() => {
-            session
-                .lists
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id_key(id));
-            send(to_server, line.to_owned()).await
-        }
-        (Some("notifications/cancelled"), _) => {
-            let target = envelope
-                .params
-                .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
-                .and_then(|p| {
-                    p.get("requestId")
-                        .and_then(|v| RawValue::from_string(v.to_string()).ok())
-                })
-                .map(|raw| id_key(&raw));
-            let answered = target.is_some_and(|key| {
-                session
-                    .answered_here
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .contains(&key)
-            });
-            if answered {
-                // The server never saw that call: nothing to cancel there.
-                return Ok(());
-            }
-            send(to_server, line.to_owned()).await
-        }
-        _ => send(to_server, line.to_owned()).await,
+    let method = envelope.method.as_deref();
+    if method == Some("notifications/cancelled") {
+        return cancelled(session, envelope, line, to_server).await;
     }
+    let (Some(method), Some(id)) = (method, envelope.id) else {
+        if method == Some("tools/call") {
+            tracing::warn!("a tools/call without an id (a notification) is not forwarded");
+            return Ok(());
+        }
+        // A notification, or the client's response to a server request.
+        return send(to_server, line.to_owned()).await;
+    };
+    // A request. Its id must not be one still waiting: the response would
+    // be matched to the wrong request.
+    let key = id_key(id);
+    let refused = {
+        let outstanding = session.outstanding();
+        if outstanding.contains_key(&key) {
+            Some(
+                "hookbox: a request with this id is still waiting for its response; use another id",
+            )
+        } else if outstanding.len() >= MAX_OUTSTANDING {
+            Some(
+                "hookbox: too many requests are waiting for the server; retry when some are answered",
+            )
+        } else {
+            None
+        }
+    };
+    if let Some(why) = refused {
+        return send(
+            to_client,
+            message::error(Some(id), code::INVALID_REQUEST, why),
+        )
+        .await;
+    }
+    match method {
+        "tools/call" => tool_call(session, envelope, id, line, to_client, to_server).await,
+        "tools/list" => {
+            session.outstanding().insert(key, Outstanding::List);
+            send(to_server, line.to_owned()).await
+        }
+        _ => {
+            session.outstanding().insert(key, Outstanding::Other);
+            send(to_server, line.to_owned()).await
+        }
+    }
+}
+
+/// `notifications/cancelled`: forwarded unless it names a call the proxy
+/// answered itself; a late response to what it names is then dropped.
+async fn cancelled(
+    session: &Session,
+    envelope: &Envelope<'_>,
+    line: &str,
+    to_server: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    let target = envelope
+        .params
+        .and_then(|p| serde_json::from_str::<Value>(p.get()).ok())
+        .and_then(|p| {
+            p.get("requestId")
+                .and_then(|v| RawValue::from_string(v.to_string()).ok())
+        })
+        .map(|raw| id_key(&raw));
+    if let Some(key) = target {
+        let answered = session
+            .answered_here
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&key);
+        if answered {
+            // The server never saw that call: nothing to cancel there.
+            return Ok(());
+        }
+        if session.outstanding().remove(&key).is_some() {
+            remember(&session.cancelled, key);
+        }
+    }
+    send(to_server, line.to_owned()).await
 }
 
 /// A `tools/call`: a `tool-call` event; forwarded (as decided), answered
@@ -452,43 +546,37 @@ async fn tool_call(
             return send(to_client, answer_here(refusal)).await;
         }
     };
-    // As sent when it already is what the guards saw; otherwise the
-    // message with the arguments they saw (or wrote), and nothing else
-    // changed.
-    let sent_args = serde_json::from_str::<HashMap<String, &RawValue>>(
-        envelope.params.map_or("{}", RawValue::get),
-    )
-    .ok()
-    .and_then(|raw| raw.get("arguments").map(|a| a.get().to_owned()));
-    let outgoing = if sent_args.as_deref() == Some(forward_args.as_str()) {
-        line.to_owned()
-    } else {
-        let value: Value = serde_json::from_str(&forward_args).unwrap_or_else(|_| json!({}));
-        match message::with_member(line, &["params", "arguments"], value) {
-            Some(rewritten) => rewritten,
-            None => {
-                let refusal = message::error(
-                    Some(id),
-                    code::REFUSED,
-                    "hookbox: the call could not be rewritten",
-                );
-                return send(to_client, answer_here(refusal)).await;
-            }
-        }
-    };
-    session
-        .pending
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(
-            key,
-            Pending {
-                tool_name: name.to_owned(),
-                call_id: id.get().to_owned(),
-                internal_id,
-                args: forward_args,
-            },
+    // The message the server gets is rebuilt from what was read, with the
+    // arguments the guards saw (or wrote): no duplicate key, no spelling
+    // the server could read another way. Task augmentation is taken off:
+    // a task's result would come back through `tasks/result`, past the
+    // guards; without it the server answers the call itself.
+    let value: Value = serde_json::from_str(&forward_args).unwrap_or_else(|_| json!({}));
+    let outgoing = serde_json::from_str::<Value>(line)
+        .ok()
+        .and_then(|mut message| {
+            let params = message.get_mut("params")?.as_object_mut()?;
+            params.insert("arguments".into(), value);
+            params.remove("task");
+            Some(message.to_string())
+        });
+    let Some(outgoing) = outgoing else {
+        let refusal = message::error(
+            Some(id),
+            code::REFUSED,
+            "hookbox: the call could not be read in full; refused",
         );
+        return send(to_client, answer_here(refusal)).await;
+    };
+    session.outstanding().insert(
+        key,
+        Outstanding::Call(Pending {
+            tool_name: name.to_owned(),
+            call_id: id.get().to_owned(),
+            internal_id,
+            args: forward_args,
+        }),
+    );
     send(to_server, outgoing).await
 }
 
@@ -521,18 +609,22 @@ async fn server_pump(
                 return Err(Error::Upstream(format!("{why} (it wrote {shown:?})")));
             }
             // Each element is a message of its own to the client.
+            // Each element is a message of its own to the client; all are
+            // read before any is sent, so a bad one sends nothing.
             Line::Batch(items) => {
-                for item in items {
+                let mut messages = Vec::with_capacity(items.len());
+                for item in &items {
                     match message::read(item.get()) {
-                        Line::Message(envelope) => {
-                            server_message(session, &envelope, item.get(), to_client).await?
-                        }
+                        Line::Message(envelope) => messages.push((envelope, item.get())),
                         _ => {
                             return Err(Error::Upstream(
                                 "a batch holding something that is not a message".into(),
                             ));
                         }
                     }
+                }
+                for (envelope, text) in messages {
+                    server_message(session, &envelope, text, to_client).await?;
                 }
             }
             Line::Message(envelope) => server_message(session, &envelope, &line, to_client).await?,
@@ -548,34 +640,71 @@ async fn server_message(
 ) -> Result<(), Error> {
     let key = match envelope.id_key() {
         Some(key) if envelope.is_response() => key,
+        // A request or notification of the server's own.
         _ => return send(to_client, line.to_owned()).await,
     };
-    let pending = session
-        .pending
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&key);
-    if let Some(pending) = pending {
-        return tool_result(session, envelope, pending, line, to_client).await;
+    // Every response answers a request the client made and is still
+    // waiting for, matched exactly; anything else could be a result that
+    // skips its guard.
+    let waiting = session.outstanding().remove(&key);
+    match waiting {
+        Some(Outstanding::Call(pending)) => {
+            let call_id = pending.call_id.clone();
+            let guarded = tool_result(session, envelope, pending, to_client).await;
+            if guarded.is_err() {
+                // Put back, so the session's end answers it with an error.
+                let waiting = Pending {
+                    tool_name: String::new(),
+                    call_id,
+                    internal_id: String::new(),
+                    args: String::new(),
+                };
+                session
+                    .outstanding()
+                    .insert(key, Outstanding::Call(waiting));
+            }
+            guarded
+        }
+        Some(Outstanding::List) => {
+            let listed = without_hidden(&session.hidden, envelope.result, line)?;
+            send(to_client, listed).await
+        }
+        Some(Outstanding::Other) => send(to_client, line.to_owned()).await,
+        None if session
+            .cancelled
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&key) =>
+        {
+            // The client cancelled it and no longer waits for it.
+            Ok(())
+        }
+        None => Err(Error::Upstream(format!(
+            "a response to id {key}, which no request of the client is waiting for"
+        ))),
     }
-    let listed = session
-        .lists
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&key);
-    if listed && let Some(result) = envelope.result {
-        return send(to_client, without_hidden(&session.hidden, result, line)).await;
-    }
-    send(to_client, line.to_owned()).await
 }
 
-/// A `tools/list` result without the hidden tools.
-fn without_hidden(hidden: &BTreeSet<String>, result: &RawValue, line: &str) -> String {
+/// A `tools/list` response without the hidden tools (as it came when it
+/// has none of them, or nothing is hidden).
+fn without_hidden(
+    hidden: &BTreeSet<String>,
+    result: Option<&RawValue>,
+    line: &str,
+) -> Result<String, Error> {
+    let Some(result) = result else {
+        return Ok(line.to_owned()); // an error response
+    };
+    if hidden.is_empty() {
+        return Ok(line.to_owned());
+    }
+    let broken =
+        || Error::Upstream("a tools/list result that is not an object with a `tools` list".into());
     let Ok(Value::Object(result)) = serde_json::from_str::<Value>(result.get()) else {
-        return line.to_owned();
+        return Err(broken());
     };
     let Some(Value::Array(tools)) = result.get("tools") else {
-        return line.to_owned();
+        return Err(broken());
     };
     let offered: Vec<Value> = tools
         .iter()
@@ -588,27 +717,32 @@ fn without_hidden(hidden: &BTreeSet<String>, result: &RawValue, line: &str) -> S
         .cloned()
         .collect();
     if offered.len() == tools.len() {
-        return line.to_owned();
+        return Ok(line.to_owned());
     }
-    message::with_member(line, &["result", "tools"], Value::Array(offered))
-        .unwrap_or_else(|| line.to_owned())
+    message::with_member(line, &["result", "tools"], Value::Array(offered)).ok_or_else(broken)
 }
 
-/// The result of a forwarded call: a `tool-result` event; passed on, its
-/// result rewritten, or refused.
+/// The result of a forwarded call: a `tool-result` event; passed on (as the
+/// guards saw it), its result rewritten, or refused. A response that is
+/// not exactly one result object or one error object ends the session.
 async fn tool_result(
     session: &Session,
     envelope: &Envelope<'_>,
     pending: Pending,
-    line: &str,
     to_client: &mpsc::Sender<String>,
 ) -> Result<(), Error> {
-    let Ok(id) = RawValue::from_string(pending.call_id.clone()) else {
-        return send(to_client, line.to_owned()).await;
+    let id = RawValue::from_string(pending.call_id.clone())
+        .map_err(|_| Error::Upstream("a call id that cannot be written back".into()))?;
+    let read = |raw: &RawValue| match serde_json::from_str::<Value>(raw.get()) {
+        Ok(Value::Object(object)) => Ok(Value::Object(object)),
+        _ => Err(Error::Upstream(format!(
+            "the response to tools/call {} is not an object hookbox can read in full",
+            id.get()
+        ))),
     };
-    let (result, original, outcome) = match (envelope.result, envelope.error) {
-        (Some(result), _) => {
-            let value: Value = serde_json::from_str(result.get()).unwrap_or(Value::Null);
+    let (result, original, error, outcome) = match (envelope.result, envelope.error) {
+        (Some(result), None) => {
+            let value = read(result)?;
             let failed = value.get("isError") == Some(&Value::Bool(true));
             let outcome = if failed {
                 ToolOutcome::Error(ToolError {
@@ -618,22 +752,31 @@ async fn tool_result(
             } else {
                 ToolOutcome::Success
             };
-            (value.to_string(), Some(value), outcome)
+            (value.to_string(), Some(value), None, outcome)
         }
         (None, Some(error)) => {
-            let value: Value = serde_json::from_str(error.get()).unwrap_or(Value::Null);
-            let text = value
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
+            let value = read(error)?;
             let outcome = ToolOutcome::Error(ToolError {
                 kind: ToolErrorKind::Other,
-                message: text.clone(),
+                message: value
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
             });
-            (text, None, outcome)
+            (value.to_string(), None, Some(value), outcome)
         }
-        (None, None) => return send(to_client, line.to_owned()).await,
+        _ => {
+            return Err(Error::Upstream(format!(
+                "the response to tools/call {} has {} a result and an error",
+                id.get(),
+                if envelope.result.is_some() {
+                    "both"
+                } else {
+                    "neither"
+                }
+            )));
+        }
     };
     let event = StepEvent::ToolResult(ToolResult {
         tool_name: pending.tool_name,
@@ -656,31 +799,20 @@ async fn tool_result(
         Err(failure) => return send(to_client, refusal(failure.to_string())).await,
     };
     let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
-    match decision.flow {
-        Flow::Continue => send(to_client, line.to_owned()).await,
-        Flow::RewriteResult(text) => {
-            let answer = match original {
-                Some(original) => message::response(&id, &rewritten_result(&original, &text)),
-                // A JSON-RPC error stays one, saying what the guard wrote.
-                None => message::error(Some(&id), code::REFUSED, &text),
-            };
-            send(to_client, answer).await
+    let answer = match (decision.flow, original, error) {
+        (Flow::Continue, Some(result), _) => message::response(&id, &result),
+        (Flow::Continue, None, Some(error)) => message::error_object(&id, error),
+        (Flow::RewriteResult(text), Some(original), _) => {
+            message::response(&id, &rewritten_result(&original, &text))
         }
-        Flow::Terminate(reason) => {
-            send(
-                to_client,
-                refusal(format!("`{plugin}` ended this session's run: {reason}")),
-            )
-            .await
+        // A JSON-RPC error stays one, saying what the guard wrote.
+        (Flow::RewriteResult(text), None, _) => message::error(Some(&id), code::REFUSED, &text),
+        (Flow::Terminate(reason), ..) => {
+            refusal(format!("`{plugin}` ended this session's run: {reason}"))
         }
-        other => {
-            send(
-                to_client,
-                refusal(format!("a tool result cannot take `{}`", other.name())),
-            )
-            .await
-        }
-    }
+        (other, ..) => refusal(format!("a tool result cannot take `{}`", other.name())),
+    };
+    send(to_client, answer).await
 }
 
 /// The result the client sees after a guard rewrote `original` to `text`:

@@ -1,0 +1,294 @@
+//! The proxy's protocol edges, line by line, with a scripted client and
+//! server on in-memory pipes and a native hook deciding: each attack an
+//! adversarial review found (a message hidden behind a bare CR, a result
+//! that skips its guard through an id spelled another way, a malformed or
+//! unreadable result, a task's result arriving later) and what must happen
+//! instead.
+
+use std::time::Duration;
+
+use hookbox::{Flow, HookStack, StepEvent, hook_fn};
+use hookbox_mcp::{Ended, Error, ProxyConfig, proxy};
+use serde_json::{Value, json};
+use tokio::io::{
+    AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, Lines, ReadHalf, WriteHalf,
+};
+
+/// One end of a pipe: lines out, lines in.
+struct End {
+    write: WriteHalf<DuplexStream>,
+    read: Lines<BufReader<ReadHalf<DuplexStream>>>,
+}
+
+impl End {
+    async fn send(&mut self, line: &str) {
+        self.write
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    /// The next line, or `None` when nothing comes within a moment.
+    async fn next(&mut self) -> Option<String> {
+        tokio::time::timeout(Duration::from_millis(500), self.read.next_line())
+            .await
+            .ok()
+            .and_then(|line| line.ok().flatten())
+    }
+
+    async fn json(&mut self) -> Value {
+        let line = self.next().await.expect("a message");
+        serde_json::from_str(&line).unwrap()
+    }
+}
+
+fn end(stream: DuplexStream) -> End {
+    let (read, write) = tokio::io::split(stream);
+    End {
+        write,
+        read: BufReader::new(read).lines(),
+    }
+}
+
+/// A stack with one native hook: skips `blocked`, terminates `stop`,
+/// rewrites the result of `redact`.
+fn stack() -> HookStack {
+    let mut stack = HookStack::new();
+    stack.push_hook(hook_fn("guard", |_, event| match event {
+        StepEvent::ToolCall(call) if call.tool_name == "blocked" => Flow::skip("not allowed"),
+        StepEvent::ToolCall(call) if call.tool_name == "stop" => Flow::terminate("stopped"),
+        StepEvent::ToolResult(result) if result.tool_name == "redact" => {
+            Flow::RewriteResult("[redacted]".into())
+        }
+        _ => Flow::Continue,
+    }));
+    stack
+}
+
+struct Session {
+    client: End,
+    server: End,
+    done: tokio::task::JoinHandle<Result<Ended, Error>>,
+}
+
+fn start(config: ProxyConfig) -> Session {
+    let (client, proxy_client) = tokio::io::duplex(1 << 16);
+    let (server, proxy_server) = tokio::io::duplex(1 << 16);
+    let done = tokio::spawn(async move {
+        let (client_read, client_write) = tokio::io::split(proxy_client);
+        let (server_read, server_write) = tokio::io::split(proxy_server);
+        proxy(
+            &stack(),
+            &config,
+            (BufReader::new(client_read), client_write),
+            (BufReader::new(server_read), server_write),
+        )
+        .await
+    });
+    Session {
+        client: end(client),
+        server: end(server),
+        done,
+    }
+}
+
+fn call(id: Value, tool: &str, arguments: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}).to_string()
+}
+
+fn result(id: Value, text: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": text}]}})
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_message_behind_a_bare_cr_is_not_a_message_of_its_own() {
+    let mut s = start(ProxyConfig::default());
+    let hidden = call(json!(2), "blocked", json!({}));
+    s.client
+        .send(&format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"_\":\r{hidden}\r}}}}"
+        ))
+        .await;
+    let forwarded = s.server.next().await.unwrap();
+    assert!(
+        !forwarded.contains('\r'),
+        "a reader splitting at CR would find the hidden call: {forwarded:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_response_with_its_id_spelled_otherwise_ends_the_session_unforwarded() {
+    let mut s = start(ProxyConfig::default());
+    s.client.send(&call(json!(7), "read", json!({}))).await;
+    s.server.next().await.unwrap();
+    s.server.send(&result(json!("7"), "unguarded")).await;
+    let answer = s.client.json().await;
+    assert_eq!(answer["id"], 7);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("hookbox:"),
+        "{answer}"
+    );
+    assert!(matches!(s.done.await.unwrap(), Err(Error::Upstream(_))));
+}
+
+#[tokio::test]
+async fn a_malformed_or_unreadable_result_is_never_forwarded() {
+    for bad in [
+        json!({"jsonrpc": "2.0", "id": 7}).to_string(),
+        json!({"jsonrpc": "2.0", "id": 7, "result": null}).to_string(),
+        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"SECRET"}],"_":1e400}}"#.to_owned(),
+        json!({"jsonrpc": "2.0", "id": 7, "result": {"content": []}, "error": {"code": 1, "message": "injected"}}).to_string(),
+    ] {
+        let mut s = start(ProxyConfig::default());
+        s.client.send(&call(json!(7), "read", json!({}))).await;
+        s.server.next().await.unwrap();
+        s.server.send(&bad).await;
+        s.server.send(&result(json!(7), "unguarded")).await;
+        let answer = s.client.json().await;
+        assert!(answer["error"].is_object(), "{bad}: {answer}");
+        assert!(!answer.to_string().contains("SECRET") && !answer.to_string().contains("injected"));
+        assert_eq!(s.client.next().await, None, "{bad}: nothing more reaches the client");
+    }
+}
+
+#[tokio::test]
+async fn each_flow_is_answered_as_the_rules_say() {
+    let mut s = start(ProxyConfig::default());
+    // skip: answered here, never forwarded.
+    s.client.send(&call(json!(1), "blocked", json!({}))).await;
+    let skipped = s.client.json().await;
+    assert_eq!(skipped["result"]["isError"], true);
+    assert_eq!(skipped["result"]["content"][0]["text"], "not allowed");
+    // continue, with the arguments in their canonical form and the task
+    // augmentation taken off.
+    s.client
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"p":"\u002d"},"task":{"ttl":60000}}}"#)
+        .await;
+    let forwarded: Value = serde_json::from_str(&s.server.next().await.unwrap()).unwrap();
+    assert_eq!(forwarded["params"]["arguments"], json!({"p": "-"}));
+    assert!(forwarded["params"].get("task").is_none(), "{forwarded}");
+    // rewrite-result.
+    s.client.send(&call(json!(3), "redact", json!({}))).await;
+    s.server.next().await.unwrap();
+    s.server.send(&result(json!(2), "fine")).await;
+    s.server.send(&result(json!(3), "SECRET")).await;
+    assert_eq!(
+        s.client.json().await["result"]["content"][0]["text"],
+        "fine"
+    );
+    let redacted = s.client.json().await;
+    assert_eq!(
+        redacted["result"]["content"][0]["text"], "[redacted]",
+        "{redacted}"
+    );
+    // terminate: an error now and for every later call.
+    s.client.send(&call(json!(4), "stop", json!({}))).await;
+    assert!(
+        s.client.json().await["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped")
+    );
+    s.client.send(&call(json!(5), "read", json!({}))).await;
+    assert!(
+        s.client.json().await["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stopped")
+    );
+    assert_eq!(
+        s.server.next().await,
+        None,
+        "nothing reached the server after the terminate"
+    );
+}
+
+#[tokio::test]
+async fn ids_batches_and_cancellations_leave_nothing_waiting_or_misrouted() {
+    let mut s = start(ProxyConfig::default());
+    // An id still waiting is refused, not overwritten.
+    s.client.send(&call(json!(1), "read", json!({}))).await;
+    s.server.next().await.unwrap();
+    s.client
+        .send(&call(json!(1), "read", json!({"again": true})))
+        .await;
+    let refused = s.client.json().await;
+    assert_eq!(
+        (refused["id"].clone(), refused["error"].is_object()),
+        (json!(1), true)
+    );
+    // A batch: each request in it answered with an error, nothing forwarded.
+    s.client
+        .send(r#"[{"jsonrpc":"2.0","id":8,"method":"ping"},{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"x"}}]"#)
+        .await;
+    let (a, b) = (s.client.json().await, s.client.json().await);
+    assert_eq!((a["id"].clone(), b["id"].clone()), (json!(8), json!(9)));
+    // A cancelled call: the cancellation goes on; a late result is dropped,
+    // and the session goes on.
+    s.client
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
+        .await;
+    assert!(s.server.next().await.unwrap().contains("cancelled"));
+    s.server.send(&result(json!(1), "late")).await;
+    s.client.send(&call(json!(2), "read", json!({}))).await;
+    s.server.next().await.unwrap();
+    s.server.send(&result(json!(2), "on time")).await;
+    assert_eq!(
+        s.client.json().await["result"]["content"][0]["text"],
+        "on time"
+    );
+}
+
+#[tokio::test]
+async fn a_server_batch_with_a_bad_element_sends_nothing_of_it() {
+    let mut s = start(ProxyConfig::default());
+    s.server
+        .send(r#"[{"jsonrpc":"2.0","method":"notifications/message","params":{}},42]"#)
+        .await;
+    assert_eq!(s.client.next().await, None);
+    assert!(matches!(s.done.await.unwrap(), Err(Error::Upstream(_))));
+}
+
+#[tokio::test]
+async fn hidden_tools_are_not_listed_and_not_callable() {
+    let mut s = start(ProxyConfig {
+        hidden_tools: ["secret_tool".to_string()].into(),
+        ..Default::default()
+    });
+    s.client
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .await;
+    s.server.next().await.unwrap();
+    s.server
+        .send(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read"},{"name":"secret\u005ftool"}]}}"#)
+        .await;
+    assert_eq!(
+        s.client.json().await["result"]["tools"],
+        json!([{"name": "read"}])
+    );
+    s.client
+        .send(&call(json!(2), "secret_tool", json!({})))
+        .await;
+    assert!(
+        s.client.json().await["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not found")
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_outlives_its_client_is_not_waited_for_forever() {
+    let s = start(ProxyConfig::default());
+    drop(s.client);
+    let ended = tokio::time::timeout(Duration::from_secs(20), s.done).await;
+    assert!(
+        ended.is_ok(),
+        "the proxy still waits for a server that never closes"
+    );
+    drop(s.server);
+}
