@@ -155,7 +155,7 @@ enum Command {
         plugins: Vec<PathBuf>,
     },
     /// Guard an MCP server: speaks MCP on stdio to the client and starts
-    /// COMMAND as the server. Every tools/call and its result pass through
+    /// COMMAND as the server (or reaches the one at --upstream URL). Every tools/call and its result pass through
     /// the plugin directory's stack; every other message passes through
     /// byte for byte (see the README's `hookbox mcp`). Exits with the
     /// server's exit code.
@@ -167,8 +167,12 @@ enum Command {
         /// answered as to a tool that does not exist. Repeat for more.
         #[arg(long = "hide-tool", value_name = "NAME")]
         hide_tools: Vec<String>,
+        /// A remote MCP server to guard (the streamable HTTP transport),
+        /// instead of starting one.
+        #[arg(long, value_name = "URL")]
+        upstream: Option<String>,
         /// The MCP server to start, and its arguments (after `--`).
-        #[arg(last = true, required = true, value_name = "COMMAND")]
+        #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
     /// Replay events (JSON lines) through a stack; print the net flow of each.
@@ -257,8 +261,9 @@ where
         Command::Mcp {
             dir,
             hide_tools,
+            upstream,
             command,
-        } => mcp::mcp(&dir, &hide_tools, &command),
+        } => mcp::mcp(&dir, &hide_tools, upstream.as_deref(), &command),
         Command::Watch {
             dir,
             events,

@@ -1,5 +1,5 @@
 //! `hookbox mcp`: the stack between an MCP client (on this process's stdio)
-//! and the MCP server it starts.
+//! and the MCP server it starts, or a remote one over streamable HTTP.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -12,11 +12,19 @@ use hookbox_mcp::ProxyConfig;
 /// How long the server may take to exit once its input is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 
-pub(crate) fn mcp(dir: &Path, hidden: &[String], command: &[String]) -> Result<ExitCode> {
-    let Some((program, args)) = command.split_first() else {
-        bail!(
-            "name the MCP server to start after `--`: hookbox mcp --plugins DIR -- COMMAND [ARGS...]"
-        );
+pub(crate) fn mcp(
+    dir: &Path,
+    hidden: &[String],
+    upstream: Option<&str>,
+    command: &[String],
+) -> Result<ExitCode> {
+    let server = match (upstream, command.split_first()) {
+        (Some(url), None) => Upstream::Http(url),
+        (None, Some((program, args))) => Upstream::Command(program, args),
+        (Some(_), Some(_)) => bail!("either --upstream URL or a command after `--`, not both"),
+        (None, None) => bail!(
+            "name the MCP server: a command to start after `--` (hookbox mcp --plugins DIR -- COMMAND [ARGS...]), or --upstream URL"
+        ),
     };
     let runtime = crate::runtime()?;
     let loaded = hookbox::directory::load(&runtime, dir)?;
@@ -32,7 +40,45 @@ pub(crate) fn mcp(dir: &Path, hidden: &[String], command: &[String]) -> Result<E
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let code = tokio.block_on(async {
+    let code = match server {
+        Upstream::Command(program, args) => {
+            tokio.block_on(command_server(&loaded.stack, &config, program, args))?
+        }
+        Upstream::Http(url) => tokio.block_on(async {
+            let server_io = hookbox_mcp::http_upstream::connect(url, config.max_line_bytes)
+                .map_err(anyhow::Error::msg)?;
+            let client = (
+                tokio::io::BufReader::new(tokio::io::stdin()),
+                tokio::io::stdout(),
+            );
+            match hookbox_mcp::proxy(&loaded.stack, &config, client, server_io).await {
+                Ok(_) => Ok::<u8, anyhow::Error>(0),
+                Err(e) => {
+                    crate::terminal::tell!("hookbox mcp: {e}");
+                    Ok(1)
+                }
+            }
+        })?,
+    };
+    // The runtime's thread reading stdin may be blocked in read(2): do not
+    // wait for it.
+    tokio.shutdown_background();
+    Ok(ExitCode::from(code))
+}
+
+enum Upstream<'a> {
+    Command(&'a String, &'a [String]),
+    Http(&'a str),
+}
+
+/// Starts the server and proxies to it; its exit code.
+async fn command_server(
+    stack: &hookbox::HookStack,
+    config: &ProxyConfig,
+    program: &str,
+    args: &[String],
+) -> Result<u8> {
+    {
         let mut server = tokio::process::Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
@@ -50,7 +96,7 @@ pub(crate) fn mcp(dir: &Path, hidden: &[String], command: &[String]) -> Result<E
             tokio::io::stdout(),
         );
         let server_io = (tokio::io::BufReader::new(server_in), server_out);
-        let ended = hookbox_mcp::proxy(&loaded.stack, &config, client, server_io).await;
+        let ended = hookbox_mcp::proxy(stack, config, client, server_io).await;
         let status = match tokio::time::timeout(EXIT_GRACE, server.wait()).await {
             Ok(status) => status.ok(),
             Err(_) => {
@@ -70,9 +116,5 @@ pub(crate) fn mcp(dir: &Path, hidden: &[String], command: &[String]) -> Result<E
                 Ok(1)
             }
         }
-    })?;
-    // The runtime's thread reading stdin may be blocked in read(2): do not
-    // wait for it.
-    tokio.shutdown_background();
-    Ok(ExitCode::from(code))
+    }
 }

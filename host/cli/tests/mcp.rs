@@ -400,3 +400,104 @@ fn an_escaped_method_or_tool_name_is_guarded_as_the_server_reads_it() {
         .expect("the duplicate refused");
     assert_eq!(twice["error"]["code"], -32700, "{answers:?}");
 }
+
+/// The everything server over streamable HTTP, on a free port; killed on drop.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_server(mcp: &Path) -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new("node")
+        .args([&server(mcp, "everything"), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the HTTP server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    HttpServer {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+#[test]
+fn a_remote_server_over_streamable_http_is_guarded_the_same() {
+    let Some(mcp) = installed() else { return };
+    let server = http_server(mcp);
+    let plugins = plugin_dir("http", &filesystem_manifest(Path::new("/nowhere")));
+    let command = proxy(&plugins, &["--upstream", &server.url], &[]);
+
+    let saw = client(mcp, "everything", "", &command);
+    assert_eq!(saw["echo"]["text"], "Echo: hello - there", "{saw}");
+    assert!(saw["structured"]["structured"].is_object(), "{saw}");
+    assert!(
+        saw["progress"].as_array().unwrap().len() >= 4,
+        "progress on the call's event stream: {saw}"
+    );
+    assert!(
+        saw["sampling"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("sampled answer"),
+        "a server request on the call's event stream reaches the client: {saw}"
+    );
+    assert_eq!(saw["after_cancel"]["text"], "Echo: still here", "{saw}");
+    assert_eq!(saw["pinged"], true);
+
+    // A second session on the same server: its guest loops, it fails
+    // closed, and its later calls are refused.
+    let looped = client(mcp, "loop", "", &command);
+    let first = looped["first"]["error"].as_str().unwrap();
+    assert!(first.contains("deadline"), "{looped}");
+    assert!(
+        looped["later"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("deadline"),
+        "{looped}"
+    );
+}
+
+#[test]
+fn an_upstream_that_cannot_be_reached_answers_each_request_with_an_error() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("unreachable", &filesystem_manifest(Path::new("/nowhere")));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let command = proxy(&plugins, &["--upstream", &url], &[]);
+    let output = Command::new(mcp.join("venv/bin/python"))
+        .arg(repo().join("tests/mcp/client.py"))
+        .args(["echo", "", "--"])
+        .args(&command)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("cannot be reached"), "{stderr}");
+}

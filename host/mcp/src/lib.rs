@@ -10,12 +10,16 @@
 //! | a JSON-RPC batch from the client, a line that is not JSON | refused with a JSON-RPC error (never forwarded: the server might read it another way) |
 //! | a line from the server that is not a message | ends the session: nothing of it reaches the client, calls still waiting are answered with an error |
 //!
+//! The server is a line stream pair: a process's stdio, or a remote server
+//! over the streamable HTTP transport seen as one ([`http_upstream`]).
+//!
 //! Built on a line-level pass-through rather than the Rust MCP SDK (`rmcp`):
 //! the SDK's typed messages drop fields they do not know and reorder the
 //! rest, so a newer protocol revision would break through the proxy. Here a
 //! message the proxy does not guard is never parsed into anything but its
 //! envelope, and is written out as the bytes it read.
 
+pub mod http_upstream;
 mod lines;
 pub mod message;
 mod proxy;

@@ -1,0 +1,346 @@
+//! A remote MCP server over the streamable HTTP transport, seen by the
+//! proxy as the same two line streams a server on stdio gives: what the
+//! proxy writes is POSTed, message by message; what comes back (a JSON
+//! body, or the events of a `text/event-stream` answer, or of the stream
+//! the server opens for messages of its own) is read as lines. So an HTTP
+//! server is guarded by the very code that guards a stdio one.
+//!
+//! The session: the `Mcp-Session-Id` the server gives with its answer to
+//! `initialize` goes with every later request, and so does the
+//! `MCP-Protocol-Version` it answered; when the client goes, the session is
+//! ended with `DELETE`. A request the server refuses (an HTTP error, or no
+//! answer at all) is answered to the proxy with a JSON-RPC error for its
+//! id: a call is never left waiting.
+
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use serde_json::Value;
+use tokio::io::{
+    AsyncBufRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf,
+};
+use tokio::sync::mpsc;
+
+use crate::lines::{LineReader, Read};
+use crate::message::{self, Envelope, Line, code};
+
+/// The session's headers, learnt from the server's answers.
+#[derive(Default)]
+struct SessionHeaders {
+    session_id: Option<String>,
+    protocol_version: Option<String>,
+}
+
+/// The server at `url`, as the line streams the proxy reads from and writes
+/// to (in the order [`crate::proxy`] takes them).
+///
+/// # Errors
+/// When no HTTP client can be made (the system's TLS roots, say).
+pub fn connect(
+    url: &str,
+    max_line_bytes: usize,
+) -> Result<(BufReader<ReadHalf<DuplexStream>>, WriteHalf<DuplexStream>), String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let http = reqwest::Client::builder()
+        .build()
+        .map_err(|e| format!("cannot make an HTTP client: {e}"))?;
+    let (proxy_end, adapter_end) = tokio::io::duplex(1 << 20);
+    let (proxy_read, proxy_write) = tokio::io::split(proxy_end);
+    let (adapter_read, adapter_write) = tokio::io::split(adapter_end);
+    let (lines, receive) = mpsc::channel::<String>(256);
+    tokio::spawn(write_lines(receive, adapter_write));
+    let upstream = Upstream {
+        http,
+        url: url.to_owned(),
+        headers: Arc::new(Mutex::new(SessionHeaders::default())),
+        lines,
+    };
+    tokio::spawn(upstream.run(LineReader::new(
+        BufReader::new(adapter_read),
+        max_line_bytes,
+    )));
+    Ok((BufReader::new(proxy_read), proxy_write))
+}
+
+/// Writes each line it is sent, in order; ends (closing the proxy's view of
+/// the server) when every sender is gone.
+async fn write_lines(mut receive: mpsc::Receiver<String>, mut out: impl AsyncWrite + Unpin) {
+    while let Some(mut line) = receive.recv().await {
+        line.push('\n');
+        if out.write_all(line.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+    let _ = out.shutdown().await;
+}
+
+#[derive(Clone)]
+struct Upstream {
+    http: reqwest::Client,
+    url: String,
+    headers: Arc<Mutex<SessionHeaders>>,
+    lines: mpsc::Sender<String>,
+}
+
+impl Upstream {
+    /// POSTs each message the proxy writes; at the end, ends the session.
+    async fn run(self, mut from_proxy: LineReader<impl AsyncBufRead + Unpin>) {
+        let mut listening = None;
+        loop {
+            let line = match from_proxy.next().await {
+                Read::Line(line) => line,
+                Read::End | Read::Failed(_) => break,
+                // The proxy writes only what it read in full.
+                Read::TooLong(_) | Read::NotUtf8 => continue,
+            };
+            let (id, method) = match message::read(&line) {
+                // Only a request is owed a response (not a notification,
+                // nor the client's own response to a server request).
+                Line::Message(Envelope {
+                    id,
+                    method: Some(method),
+                    ..
+                }) => (id.map(|id| id.get().to_owned()), Some(method.into_owned())),
+                _ => (None, None),
+            };
+            if listening.is_none() && method.as_deref() == Some("notifications/initialized") {
+                // The session is set up: listen for the server's own messages.
+                listening = Some(tokio::spawn(self.clone().listen()));
+            }
+            // Each request in its own task: a long call must not hold up
+            // the ones after it.
+            let upstream = self.clone();
+            let post = async move {
+                upstream
+                    .post(line, id, method.as_deref() == Some("initialize"))
+                    .await
+            };
+            tokio::spawn(post);
+        }
+        self.end_session().await;
+        if let Some(listening) = listening {
+            listening.abort();
+        }
+    }
+
+    /// One message POSTed; its answer (if any) read back as lines.
+    async fn post(self, line: String, id: Option<String>, initialize: bool) {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(line);
+        request = self.with_session(request);
+        let response = match request.send().await {
+            Ok(response) => response,
+            Err(e) => {
+                return self
+                    .refuse(
+                        id,
+                        &format!("the MCP server at {} cannot be reached: {e}", self.url),
+                    )
+                    .await;
+            }
+        };
+        if initialize {
+            let mut headers = self.headers.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(session) = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+            {
+                headers.session_id = Some(session.to_owned());
+            }
+        }
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.text().await.unwrap_or_default();
+            let shown: String = body.chars().take(200).collect();
+            return self
+                .refuse(
+                    id,
+                    &format!("the MCP server answered HTTP {status}: {shown}"),
+                )
+                .await;
+        }
+        let answered = self.read_answer(response, initialize).await;
+        if !answered && id.is_some() {
+            self.refuse(id, "the MCP server's HTTP answer held no response")
+                .await;
+        }
+    }
+
+    /// Reads a JSON or event-stream answer into lines; whether it held a
+    /// message.
+    async fn read_answer(&self, response: reqwest::Response, initialize: bool) -> bool {
+        let event_stream = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|t| t.starts_with("text/event-stream"));
+        if !event_stream {
+            return match response.text().await {
+                Ok(body) if !body.trim().is_empty() => {
+                    self.learn(&body, initialize);
+                    self.forward(&body).await
+                }
+                _ => false,
+            };
+        }
+        let mut any = false;
+        let mut events = EventStream::default();
+        let mut body = response.bytes_stream();
+        while let Some(Ok(chunk)) = body.next().await {
+            for data in events.feed(&chunk) {
+                self.learn(&data, initialize);
+                any |= self.forward(&data).await;
+            }
+        }
+        any
+    }
+
+    /// Notes the protocol version the server answered `initialize` with.
+    fn learn(&self, message: &str, initialize: bool) {
+        if !initialize {
+            return;
+        }
+        let version = serde_json::from_str::<Value>(message).ok().and_then(|m| {
+            m.pointer("/result/protocolVersion")?
+                .as_str()
+                .map(str::to_owned)
+        });
+        if let Some(version) = version {
+            self.headers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .protocol_version = Some(version);
+        }
+    }
+
+    /// The server's own messages, on the stream it may open for them.
+    async fn listen(self) {
+        let request = self.with_session(
+            self.http
+                .get(&self.url)
+                .header("accept", "text/event-stream"),
+        );
+        let Ok(response) = request.send().await else {
+            return;
+        };
+        if !response.status().is_success() {
+            return; // 405: the server has no such stream
+        }
+        let mut events = EventStream::default();
+        let mut body = response.bytes_stream();
+        while let Some(Ok(chunk)) = body.next().await {
+            for data in events.feed(&chunk) {
+                self.forward(&data).await;
+            }
+        }
+    }
+
+    async fn end_session(&self) {
+        if self
+            .headers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .session_id
+            .is_some()
+        {
+            let _ = self.with_session(self.http.delete(&self.url)).send().await;
+        }
+    }
+
+    fn with_session(&self, mut request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        let headers = self.headers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(session) = &headers.session_id {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(version) = &headers.protocol_version {
+            request = request.header("mcp-protocol-version", version);
+        }
+        request
+    }
+
+    /// A message (or a batch) from the server, as one line for the proxy:
+    /// raw newlines in JSON are whitespace (in a string they are escaped),
+    /// so a space reads the same.
+    async fn forward(&self, message: &str) -> bool {
+        let line: String = message
+            .trim()
+            .chars()
+            .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+            .collect();
+        if line.is_empty() {
+            return false;
+        }
+        self.lines.send(line).await.is_ok()
+    }
+
+    /// Answers request `id` with an error: the proxy then answers its
+    /// client (for a call: after its guards saw the error).
+    async fn refuse(&self, id: Option<String>, why: &str) {
+        tracing::warn!("{why}");
+        let Some(id) = id.and_then(|id| serde_json::value::RawValue::from_string(id).ok()) else {
+            return;
+        };
+        let _ = self
+            .lines
+            .send(message::error(
+                Some(&id),
+                code::REFUSED,
+                &format!("hookbox: {why}"),
+            ))
+            .await;
+    }
+}
+
+/// Server-sent events, fed in chunks: the `data` of each complete event.
+#[derive(Default)]
+struct EventStream {
+    buffer: Vec<u8>,
+    data: Vec<String>,
+}
+
+impl EventStream {
+    fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
+        self.buffer.extend_from_slice(chunk);
+        let mut complete = Vec::new();
+        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+            let bytes: Vec<u8> = self.buffer.drain(..=end).collect();
+            let line = String::from_utf8_lossy(&bytes);
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if !self.data.is_empty() {
+                    complete.push(self.data.join("\n"));
+                    self.data.clear();
+                }
+            } else if let Some(data) = line.strip_prefix("data:") {
+                self.data
+                    .push(data.strip_prefix(' ').unwrap_or(data).to_owned());
+            }
+        }
+        complete
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventStream;
+
+    #[test]
+    fn events_are_read_across_chunks_and_only_their_data_kept() {
+        let mut events = EventStream::default();
+        assert!(
+            events
+                .feed(b"event: message\nid: 1\ndata: {\"a\":")
+                .is_empty()
+        );
+        assert_eq!(
+            events.feed(b"1}\n\n: comment\n\ndata:{\"b\":2}\r\n\r\n"),
+            ["{\"a\":1}", "{\"b\":2}"]
+        );
+        assert_eq!(events.feed(b"id: 3\ndata:\n\n"), [""]);
+    }
+}
