@@ -4,6 +4,7 @@ object: what the client saw. The Rust tests (host/cli/tests/mcp.rs) start
 it and check what it printed, and what the server did.
 """
 
+import contextlib
 import json
 import sys
 
@@ -29,7 +30,18 @@ async def call(session, name, arguments, **kw):
 
 
 def connect(command):
+    """A server command line, or the URL of one serving streamable HTTP."""
+    if len(command) == 1 and command[0].startswith("http"):
+        return http(command[0])
     return stdio_client(StdioServerParameters(command=command[0], args=command[1:]))
+
+
+@contextlib.asynccontextmanager
+async def http(url):
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with streamable_http_client(url) as streams:
+        yield streams[0], streams[1]
 
 
 async def filesystem(root, command):

@@ -171,6 +171,12 @@ enum Command {
         /// instead of starting one.
         #[arg(long, value_name = "URL")]
         upstream: Option<String>,
+        /// Serve MCP clients over the streamable HTTP transport on this
+        /// loopback address (endpoint `/mcp`) instead of stdio: each client
+        /// session gets its own server (or upstream session) and run, on
+        /// the directory's stack when it began (the directory reloads).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<std::net::SocketAddr>,
         /// The MCP server to start, and its arguments (after `--`).
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -262,8 +268,9 @@ where
             dir,
             hide_tools,
             upstream,
+            listen,
             command,
-        } => mcp::mcp(&dir, &hide_tools, upstream.as_deref(), &command),
+        } => mcp::mcp(&dir, &hide_tools, (upstream.as_deref(), listen), &command),
         Command::Watch {
             dir,
             events,

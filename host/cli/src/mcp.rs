@@ -15,7 +15,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 pub(crate) fn mcp(
     dir: &Path,
     hidden: &[String],
-    upstream: Option<&str>,
+    (upstream, listen): (Option<&str>, Option<std::net::SocketAddr>),
     command: &[String],
 ) -> Result<ExitCode> {
     let server = match (upstream, command.split_first()) {
@@ -27,6 +27,9 @@ pub(crate) fn mcp(
         ),
     };
     let runtime = crate::runtime()?;
+    if let Some(addr) = listen {
+        return serve_http(&runtime, dir, hidden, addr, server);
+    }
     let loaded = hookbox::directory::load(&runtime, dir)?;
     for (status, error) in loaded.failures() {
         tracing::error!(plugin = status.name, "{error}");
@@ -64,6 +67,89 @@ pub(crate) fn mcp(
     // wait for it.
     tokio.shutdown_background();
     Ok(ExitCode::from(code))
+}
+
+/// `--listen`: MCP clients over HTTP, a session each.
+fn serve_http(
+    runtime: &hookbox::Runtime,
+    dir: &Path,
+    hidden: &[String],
+    addr: std::net::SocketAddr,
+    server: Upstream<'_>,
+) -> Result<ExitCode> {
+    if !addr.ip().is_loopback() {
+        bail!(
+            "--listen {addr}: hookbox mcp serves loopback addresses only (it has no client authentication yet)"
+        );
+    }
+    let config = ProxyConfig {
+        hidden_tools: hidden.iter().cloned().collect::<BTreeSet<_>>(),
+        ..ProxyConfig::default()
+    };
+    let watcher = std::sync::Arc::new(hookbox::watch::DirWatcher::start(
+        runtime,
+        dir,
+        Duration::from_millis(100),
+    )?);
+    let server = match server {
+        Upstream::Command(program, args) => Owned::Command(program.clone(), args.to_vec()),
+        Upstream::Http(url) => Owned::Http(url.to_owned()),
+    };
+    let connect: hookbox_mcp::listen::Connect = std::sync::Arc::new(move || {
+        let (watcher, server) = (watcher.clone(), server.clone());
+        Box::pin(async move {
+            let stack = watcher.snapshot().stack.clone();
+            let io: hookbox_mcp::listen::UpstreamIo = match server {
+                Owned::Http(url) => {
+                    let (read, write) = hookbox_mcp::http_upstream::connect(&url, 16 << 20)?;
+                    (Box::new(read), Box::new(write))
+                }
+                Owned::Command(program, args) => {
+                    let mut child = tokio::process::Command::new(&program)
+                        .args(&args)
+                        .stdin(Stdio::piped())
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::inherit())
+                        .kill_on_drop(true)
+                        .spawn()
+                        .map_err(|e| format!("cannot start the MCP server `{program}`: {e}"))?;
+                    let (Some(out), Some(input)) = (child.stdout.take(), child.stdin.take()) else {
+                        return Err("the MCP server's stdio could not be connected".to_owned());
+                    };
+                    // The server ends when its input closes, with the session.
+                    tokio::spawn(async move {
+                        let _ = child.wait().await;
+                    });
+                    (Box::new(tokio::io::BufReader::new(out)), Box::new(input))
+                }
+            };
+            Ok((stack, io))
+        })
+    });
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    tokio.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        crate::terminal::tell!(
+            "hookbox mcp: {} on http://{}/mcp",
+            dir.display(),
+            listener.local_addr().unwrap_or(addr)
+        );
+        hookbox_mcp::listen::serve(listener, connect, config)
+            .await
+            .context("serving")?;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+#[derive(Clone)]
+enum Owned {
+    Command(String, Vec<String>),
+    Http(String),
 }
 
 enum Upstream<'a> {

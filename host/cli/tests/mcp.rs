@@ -501,3 +501,93 @@ fn an_upstream_that_cannot_be_reached_answers_each_request_with_an_error() {
     assert!(!output.status.success());
     assert!(stderr.contains("cannot be reached"), "{stderr}");
 }
+
+/// `hookbox mcp --listen` on a free loopback port; killed on drop.
+fn listening(plugins: &Path, upstream: &[&str]) -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let command = proxy(plugins, &["--listen", &addr], upstream);
+    let child = Command::new(&command[0])
+        .args(&command[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "hookbox mcp --listen never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    HttpServer {
+        child,
+        url: format!("http://{addr}/mcp"),
+    }
+}
+
+#[test]
+fn clients_over_streamable_http_get_a_guarded_session_each() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("listen", &filesystem_manifest(Path::new("/nowhere")));
+    let everything = server(mcp, "everything");
+    let served = listening(&plugins, &["node", &everything, "stdio"]);
+    let url = [served.url.clone()];
+
+    let saw = client(mcp, "everything", "", &url);
+    assert_eq!(saw["echo"]["text"], "Echo: hello - there", "{saw}");
+    assert!(saw["structured"]["structured"].is_object(), "{saw}");
+    assert!(
+        saw["progress"].as_array().unwrap().len() >= 4,
+        "progress reaches the client over HTTP: {saw}"
+    );
+    assert!(
+        saw["sampling"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("sampled answer"),
+        "a server request reaches the client over HTTP: {saw}"
+    );
+    assert_eq!(saw["after_cancel"]["text"], "Echo: still here", "{saw}");
+
+    // Two sessions at once: one fails closed, the other is unaffected.
+    let looped = std::thread::spawn({
+        let (mcp, url) = (mcp.to_path_buf(), url.clone());
+        move || client(&mcp, "loop", "", &url)
+    });
+    let other = client(mcp, "loop", "", &url);
+    let looped = looped.join().unwrap();
+    for session in [&looped, &other] {
+        assert!(
+            session["first"]["error"]
+                .as_str()
+                .unwrap()
+                .contains("deadline"),
+            "{session}"
+        );
+    }
+
+    // A page of another origin may not reach it.
+    let response = raw_post(&served.url, "http://evil.example");
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+}
+
+fn raw_post(url: &str, origin: &str) -> String {
+    let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    write!(
+        stream,
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
+    response
+}

@@ -11,7 +11,8 @@
 //! | a line from the server that is not a message | ends the session: nothing of it reaches the client, calls still waiting are answered with an error |
 //!
 //! The server is a line stream pair: a process's stdio, or a remote server
-//! over the streamable HTTP transport seen as one ([`http_upstream`]).
+//! over the streamable HTTP transport seen as one ([`http_upstream`]). The
+//! client is stdio, or a session of [`listen`]'s HTTP server.
 //!
 //! Built on a line-level pass-through rather than the Rust MCP SDK (`rmcp`):
 //! the SDK's typed messages drop fields they do not know and reorder the
@@ -21,6 +22,7 @@
 
 pub mod http_upstream;
 mod lines;
+pub mod listen;
 pub mod message;
 mod proxy;
 

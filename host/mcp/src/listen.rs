@@ -1,0 +1,432 @@
+//! Serving MCP clients over the streamable HTTP transport: each client
+//! session (from its `initialize` to its `DELETE`, or its going idle) is
+//! one [`crate::proxy`] session of its own, with its own upstream and its
+//! own run on the stack current when it began.
+//!
+//! | request | answer |
+//! |---|---|
+//! | `POST` of `initialize`, no `Mcp-Session-Id` | a new session; the answer (an event stream) carries its id in `Mcp-Session-Id` |
+//! | `POST` of a request | an event stream: the messages the server sends meanwhile (progress, its own requests), then the response, then the end |
+//! | `POST` of a notification or a response | 202 |
+//! | `GET` (`Accept: text/event-stream`) | the session's stream for the server's messages that no request is waiting on |
+//! | `DELETE` | ends the session |
+//! | an unknown session id | 404 (start a new session) |
+//! | an `Origin` that is not this host's own | 403 (a web page reaching a local server) |
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::stream::Stream;
+use hookbox::HookStack;
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+use crate::message::{self, Line, id_key};
+use crate::proxy::{ProxyConfig, proxy};
+
+/// The largest message a client may POST.
+const MAX_BODY: usize = 16 << 20;
+/// Server messages kept for a session while no stream is open to take them.
+const MAX_HELD: usize = 1024;
+/// Sessions at once, at most: each has a server of its own.
+const MAX_SESSIONS: usize = 64;
+/// A session with no request for this long, and none waiting, is ended.
+const IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// The upstream of one session: its server's output and input.
+pub type UpstreamIo = (
+    Box<dyn AsyncBufRead + Unpin + Send>,
+    Box<dyn AsyncWrite + Unpin + Send>,
+);
+
+/// Connects a new session to its server (starting a process, or opening an
+/// HTTP session); the stack is asked for at the same moment.
+pub type Connect = Arc<
+    dyn Fn() -> Pin<Box<dyn Future<Output = Result<(HookStack, UpstreamIo), String>> + Send>>
+        + Send
+        + Sync,
+>;
+
+struct App {
+    connect: Connect,
+    config: ProxyConfig,
+    sessions: Mutex<HashMap<String, Arc<Session>>>,
+}
+
+/// One client session.
+struct Session {
+    /// Lines to the proxy, as the client's.
+    to_proxy: mpsc::Sender<String>,
+    /// Streams waiting for the response to a request, by id.
+    waiting: Mutex<HashMap<String, mpsc::Sender<String>>>,
+    /// Open streams for the server's other messages (the GET stream first).
+    streams: Mutex<Vec<mpsc::Sender<String>>>,
+    /// Messages no stream was open for.
+    held: Mutex<VecDeque<String>>,
+    /// When the client last sent something.
+    last_used: Mutex<std::time::Instant>,
+}
+
+impl Session {
+    /// Routes a message of the proxy's to the client: a response to the
+    /// stream waiting for it, anything else to an open stream (or held for
+    /// the next one).
+    async fn deliver(&self, line: String) {
+        if let Line::Message(envelope) = message::read(&line)
+            && envelope.is_response()
+            && let Some(key) = envelope.id_key()
+        {
+            let waiting = self
+                .waiting
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&key);
+            if let Some(stream) = waiting {
+                let _ = stream.send(line).await;
+                return;
+            }
+        }
+        let open: Vec<mpsc::Sender<String>> = {
+            let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+            streams.retain(|s| !s.is_closed());
+            streams.clone()
+        };
+        for stream in open {
+            if stream.send(line.clone()).await.is_ok() {
+                return;
+            }
+        }
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.len() == MAX_HELD {
+            held.pop_front();
+        }
+        held.push_back(line);
+    }
+
+    /// Opens a stream for the server's messages: what was held goes first.
+    fn open_stream(&self, first: bool) -> (mpsc::Sender<String>, mpsc::Receiver<String>) {
+        let (send, receive) = mpsc::channel(MAX_HELD + 64);
+        for line in self
+            .held
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+        {
+            let _ = send.try_send(line);
+        }
+        let mut streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        if first {
+            streams.insert(0, send.clone());
+        } else {
+            streams.push(send.clone());
+        }
+        (send, receive)
+    }
+}
+
+/// Serves MCP clients on `listener` until it fails.
+///
+/// # Errors
+/// The listener's I/O error.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    connect: Connect,
+    config: ProxyConfig,
+) -> std::io::Result<()> {
+    let app = Arc::new(App {
+        connect,
+        config,
+        sessions: Mutex::default(),
+    });
+    let reaper = Arc::downgrade(&app);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(30));
+        loop {
+            tick.tick().await;
+            let Some(app) = reaper.upgrade() else { return };
+            app.sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .retain(|_, session| {
+                    let idle = session.last_used.lock().is_ok_and(|t| t.elapsed() > IDLE);
+                    let waiting = session.waiting.lock().is_ok_and(|w| !w.is_empty());
+                    !idle || waiting
+                });
+        }
+    });
+    let router = Router::new()
+        .route(
+            "/mcp",
+            post(post_message).get(get_stream).delete(end_session),
+        )
+        .with_state(app);
+    axum::serve(listener, router).await
+}
+
+fn refuse(status: StatusCode, id: Option<&serde_json::value::RawValue>, why: &str) -> Response {
+    (
+        status,
+        [("content-type", "application/json")],
+        message::error(id, message::code::INVALID_REQUEST, why),
+    )
+        .into_response()
+}
+
+/// Browsers send `Origin`; only this host's own pages may reach the server.
+fn origin_allowed(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get("origin").and_then(|v| v.to_str().ok()) else {
+        return true;
+    };
+    let host = origin
+        .split("://")
+        .nth(1)
+        .unwrap_or("")
+        .split([':', '/'])
+        .next()
+        .unwrap_or("");
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+fn session_of(app: &App, headers: &HeaderMap) -> Result<Arc<Session>, Box<Response>> {
+    let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
+        return Err(Box::new(refuse(
+            StatusCode::BAD_REQUEST,
+            None,
+            "hookbox: no Mcp-Session-Id; start with initialize",
+        )));
+    };
+    let sessions = app.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    sessions.get(id).cloned().ok_or_else(|| {
+        Box::new(refuse(
+            StatusCode::NOT_FOUND,
+            None,
+            "hookbox: no such session (ended, or never begun); start a new one",
+        ))
+    })
+}
+
+async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
+    if !origin_allowed(&headers) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            None,
+            "hookbox: this Origin may not reach the server",
+        );
+    }
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            None,
+            "hookbox: the message is too large",
+        );
+    };
+    let Ok(text) = std::str::from_utf8(&bytes) else {
+        return refuse(StatusCode::BAD_REQUEST, None, "hookbox: not UTF-8");
+    };
+    // One line for the proxy: raw newlines in JSON are whitespace.
+    let line: String = text
+        .trim()
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let Line::Message(envelope) = message::read(&line) else {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            None,
+            "hookbox: one JSON-RPC message per request",
+        );
+    };
+    let initialize = envelope.method.as_deref() == Some("initialize");
+    let (session, new_id) = if initialize && headers.get("mcp-session-id").is_none() {
+        match start_session(&app).await {
+            Ok(started) => started,
+            Err(why) => {
+                return refuse(
+                    StatusCode::BAD_GATEWAY,
+                    envelope.id,
+                    &format!("hookbox: {why}"),
+                );
+            }
+        }
+    } else {
+        match session_of(&app, &headers) {
+            Ok(session) => (session, None),
+            Err(response) => return *response,
+        }
+    };
+    if let Ok(mut last) = session.last_used.lock() {
+        *last = std::time::Instant::now();
+    }
+    let request_key = match (&envelope.method, envelope.id) {
+        (Some(_), Some(id)) => Some(id_key(id)),
+        _ => None,
+    };
+    let Some(key) = request_key else {
+        let _ = session.to_proxy.send(line).await;
+        return StatusCode::ACCEPTED.into_response();
+    };
+    // A request: its stream gets what the server sends meanwhile, then the
+    // response, and ends.
+    let (send, receive) = session.open_stream(false);
+    session
+        .waiting
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key.clone(), send.clone());
+    drop(send);
+    if session.to_proxy.send(line).await.is_err() {
+        return refuse(
+            StatusCode::NOT_FOUND,
+            None,
+            "hookbox: the session has ended",
+        );
+    }
+    let mut response = Sse::new(events(receive, Some(key))).into_response();
+    if let Some(id) = new_id
+        && let Ok(value) = id.parse()
+    {
+        response.headers_mut().insert("mcp-session-id", value);
+    }
+    response
+}
+
+async fn get_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if !origin_allowed(&headers) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            None,
+            "hookbox: this Origin may not reach the server",
+        );
+    }
+    let session = match session_of(&app, &headers) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let (send, receive) = session.open_stream(true);
+    drop(send);
+    Sse::new(events(receive, None)).into_response()
+}
+
+async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
+        return refuse(StatusCode::BAD_REQUEST, None, "hookbox: no Mcp-Session-Id");
+    };
+    match app
+        .sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(id)
+    {
+        // Dropping the session closes the proxy's client side: its server
+        // is closed in turn.
+        Some(_) => StatusCode::NO_CONTENT.into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// A new session: its server connected, its proxy running, its id.
+async fn start_session(app: &Arc<App>) -> Result<(Arc<Session>, Option<String>), String> {
+    if app.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_SESSIONS {
+        return Err(format!(
+            "{MAX_SESSIONS} sessions are open, the most this proxy keeps; end one (DELETE) or retry later"
+        ));
+    }
+    let (stack, (server_in, server_out)) = (app.connect)().await?;
+    let id = session_id().ok_or("the system has no randomness for a session id")?;
+    let (client_end, proxy_end) = tokio::io::duplex(1 << 20);
+    let (proxy_read, proxy_write) = tokio::io::split(proxy_end);
+    let (from_proxy, mut to_proxy_pipe) = tokio::io::split(client_end);
+    let (to_proxy, mut lines) = mpsc::channel::<String>(256);
+    let session = Arc::new(Session {
+        to_proxy,
+        waiting: Mutex::default(),
+        streams: Mutex::default(),
+        held: Mutex::default(),
+        last_used: Mutex::new(std::time::Instant::now()),
+    });
+    tokio::spawn(async move {
+        while let Some(mut line) = lines.recv().await {
+            line.push('\n');
+            if to_proxy_pipe.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+        let _ = to_proxy_pipe.shutdown().await;
+    });
+    let weak = Arc::downgrade(&session);
+    tokio::spawn(async move {
+        let mut out = BufReader::new(from_proxy).lines();
+        while let Ok(Some(line)) = out.next_line().await {
+            let Some(session) = weak.upgrade() else {
+                return;
+            };
+            session.deliver(line).await;
+        }
+    });
+    let config = app.config.clone();
+    let (sessions, key) = (Arc::downgrade(app), id.clone());
+    tokio::spawn(async move {
+        let ended = proxy(
+            &stack,
+            &config,
+            (BufReader::new(proxy_read), proxy_write),
+            (server_in, server_out),
+        )
+        .await;
+        if let Err(e) = ended {
+            tracing::warn!(session = key, "MCP session ended: {e}");
+        }
+        if let Some(app) = sessions.upgrade() {
+            app.sessions
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&key);
+        }
+    });
+    app.sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id.clone(), session.clone());
+    Ok((session, Some(id)))
+}
+
+/// 128 random bits in hex: nobody guesses another client's session.
+fn session_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// The lines `receive` gets as SSE events, until it ends, or (with `until`)
+/// after the response to that request id.
+fn events(
+    receive: mpsc::Receiver<String>,
+    until: Option<String>,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures_util::stream::unfold(
+        (receive, until, false),
+        |(mut receive, until, done)| async move {
+            if done {
+                return None;
+            }
+            let line = receive.recv().await?;
+            let done = until.as_deref().is_some_and(|key| {
+            matches!(message::read(&line), Line::Message(m) if m.is_response() && m.id_key().as_deref() == Some(key))
+        });
+            Some((
+                Ok(Event::default().event("message").data(line)),
+                (receive, until, done),
+            ))
+        },
+    )
+}
