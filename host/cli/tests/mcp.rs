@@ -414,24 +414,22 @@ impl Drop for HttpServer {
     }
 }
 
-fn http_server(mcp: &Path) -> HttpServer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
-    let child = Command::new("node")
-        .args([&server(mcp, "everything"), "streamableHttp"])
-        .env("PORT", port.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .port()
+}
+
+/// Starts `command`, and waits until something listens on `port`.
+fn serving_on(mut command: Command, port: u16) -> HttpServer {
+    let child = command.spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(
             std::time::Instant::now() < deadline,
-            "the HTTP server never listened"
+            "{command:?} never listened on {port}"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -439,6 +437,17 @@ fn http_server(mcp: &Path) -> HttpServer {
         child,
         url: format!("http://127.0.0.1:{port}/mcp"),
     }
+}
+
+fn http_server(mcp: &Path) -> HttpServer {
+    let port = free_port();
+    let mut command = Command::new("node");
+    command
+        .args([&server(mcp, "everything"), "streamableHttp"])
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    serving_on(command, port)
 }
 
 #[test]
@@ -483,12 +492,7 @@ fn a_remote_server_over_streamable_http_is_guarded_the_same() {
 fn an_upstream_that_cannot_be_reached_answers_each_request_with_an_error() {
     let Some(mcp) = installed() else { return };
     let plugins = plugin_dir("unreachable", &filesystem_manifest(Path::new("/nowhere")));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    let url = format!("http://127.0.0.1:{}/mcp", free_port());
     let command = proxy(&plugins, &["--upstream", &url], &[]);
     let output = Command::new(mcp.join("venv/bin/python"))
         .arg(repo().join("tests/mcp/client.py"))
@@ -504,31 +508,18 @@ fn an_upstream_that_cannot_be_reached_answers_each_request_with_an_error() {
 
 /// `hookbox mcp --listen` on a free loopback port; killed on drop.
 fn listening(plugins: &Path, upstream: &[&str]) -> HttpServer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let command = proxy(plugins, &["--listen", &addr], upstream);
-    let child = Command::new(&command[0])
-        .args(&command[1..])
+    let port = free_port();
+    let line = proxy(
+        plugins,
+        &["--listen", &format!("127.0.0.1:{port}")],
+        upstream,
+    );
+    let mut command = Command::new(&line[0]);
+    command
+        .args(&line[1..])
         .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "hookbox mcp --listen never listened"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    HttpServer {
-        child,
-        url: format!("http://{addr}/mcp"),
-    }
+        .stderr(Stdio::inherit());
+    serving_on(command, port)
 }
 
 #[test]
