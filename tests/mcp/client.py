@@ -51,8 +51,9 @@ async def filesystem(root, command):
         await s.initialize()
         out["tools"] = sorted(t.name for t in (await s.list_tools()).tools)
         out["read"] = await call(s, "read_text_file", {"path": f"{root}/secret.txt"})
-        out["write_denied"] = await call(s, "write_file", {"path": f"{root}/denied.txt", "content": "x"})
+        out["write_denied"] = await call(s, "edit_file", {"path": f"{root}/n0.txt", "edits": [{"oldText": "note", "newText": "EDITED"}]})
         out["jailed"] = await call(s, "create_directory", {"path": "/jailed-dir"})
+        out["jailed_write"] = await call(s, "write_file", {"path": "/jailed-dir/written.txt", "content": "inside"})
         out["escaped"] = await call(s, "move_file", {"source": f"{root}/a.txt", "destination": f"{root}/\u002e\u002e/out.txt"})
         out["hidden"] = await call(s, "directory_tree", {"path": root})
         results = await asyncio_gather(

@@ -108,7 +108,7 @@ config = {{ name = "puppet", subscribe = "tool-call" }}
 
 [[plugin]]
 file = "deny-tools.wasm"
-config = {{ deny = "write_file" }}
+config = {{ deny = "edit_file" }}
 
 [[plugin]]
 file = "path-jail.wasm"
@@ -159,15 +159,22 @@ fn each_flow_on_a_real_filesystem_server_does_what_the_rules_say() {
             .contains("denied by policy"),
         "{denied}"
     );
-    assert!(
-        !root.join("denied.txt").exists(),
-        "a skipped call reached the server"
+    assert_eq!(
+        std::fs::read_to_string(root.join("n0.txt")).unwrap(),
+        "note 0",
+        "a skipped edit reached the server"
     );
 
     // rewrite-args: a path outside the root lands inside it (the server
     // alone would have refused it), `..` included.
     assert_eq!(saw["jailed"]["is_error"], false, "{saw}");
     assert!(root.join("jailed-dir").is_dir(), "{saw}");
+    assert_eq!(saw["jailed_write"]["is_error"], false, "{saw}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("jailed-dir/written.txt")).unwrap(),
+        "inside",
+        "the write tool's path is jailed: {saw}"
+    );
     assert_eq!(saw["escaped"]["is_error"], false, "{saw}");
     assert!(root.join("out.txt").exists() && !root.parent().unwrap().join("out.txt").exists());
 
