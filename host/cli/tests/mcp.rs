@@ -589,3 +589,35 @@ fn raw_post(url: &str, origin: &str) -> String {
     std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
     response
 }
+
+#[test]
+fn a_server_that_does_not_start_is_named_and_the_proxy_exits() {
+    let plugins = plugin_dir("nostart", "");
+    let output = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["mcp", "--plugins"])
+        .arg(&plugins)
+        .args(["--", "/nonexistent/mcp-server", "--stdio"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot start the MCP server `/nonexistent/mcp-server`"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "nothing reaches the client");
+}
+
+#[test]
+fn the_proxy_exits_with_its_servers_exit_code() {
+    let plugins = plugin_dir("exit", "");
+    let output = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["mcp", "--plugins"])
+        .arg(&plugins)
+        .args(["--", "sh", "-c", "exit 7"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(7));
+}
