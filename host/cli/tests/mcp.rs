@@ -365,12 +365,14 @@ fn an_escaped_method_or_tool_name_is_guarded_as_the_server_reads_it() {
         .stderr(Stdio::inherit())
         .spawn()
         .unwrap();
+    // The manifest denies `edit_file`; the call spells it with an escape.
+    std::fs::write(root.join("escaped.txt"), "original").unwrap();
     let target = root.join("escaped.txt").display().to_string();
     let lines = [
         json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}).to_string(),
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
         format!(
-            r#"{{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{{"name":"write\u005ffile","arguments":{{"path":"{target}","content":"x"}}}}}}"#
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{{"name":"edit\u005ffile","arguments":{{"path":"{target}","edits":[{{"oldText":"original","newText":"x"}}]}}}}}}"#
         ),
         r#"[{"jsonrpc":"2.0","id":2,"method":"ping"}]"#.to_owned(),
         r#"{"jsonrpc":"2.0","id":3,"method":"ping","method":"tools/call"}"#.to_owned(),
@@ -390,8 +392,9 @@ fn an_escaped_method_or_tool_name_is_guarded_as_the_server_reads_it() {
         .find(|a| a["id"] == 1)
         .expect("call 1 answered");
     assert_eq!(denied["result"]["isError"], true, "{answers:?}");
-    assert!(
-        !root.join("escaped.txt").exists(),
+    assert_eq!(
+        std::fs::read_to_string(root.join("escaped.txt")).unwrap(),
+        "original",
         "an escaped tools/call slipped past the guard"
     );
     // A batch (each request in it answered) and a message with a key
