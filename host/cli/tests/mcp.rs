@@ -80,13 +80,20 @@ fn proxy(plugins: &Path, extra: &[&str], upstream: &[&str]) -> Vec<String> {
     command
 }
 
+/// tests/mcp/client.py, to run `scenario` through `command`.
+fn client_process(mcp: &Path, scenario: &str, arg: &str, command: &[String]) -> Command {
+    let mut process = Command::new(mcp.join("venv/bin/python"));
+    process
+        .arg(repo().join("tests/mcp/client.py"))
+        .args([scenario, arg, "--"])
+        .args(command);
+    process
+}
+
 /// Runs a scenario of tests/mcp/client.py through `command`; what the
 /// client saw.
 fn client(mcp: &Path, scenario: &str, arg: &str, command: &[String]) -> Value {
-    let output = Command::new(mcp.join("venv/bin/python"))
-        .arg(repo().join("tests/mcp/client.py"))
-        .args([scenario, arg, "--"])
-        .args(command)
+    let output = client_process(mcp, scenario, arg, command)
         .stderr(Stdio::inherit())
         .output()
         .expect("the client runs");
@@ -209,35 +216,42 @@ fn what_is_not_a_tool_call_passes_through_and_still_works() {
     let plugins = plugin_dir("everything", &filesystem_manifest(Path::new("/nowhere")));
     let upstream = ["node", &server(mcp, "everything"), "stdio"];
     let saw = client(mcp, "everything", "", &proxy(&plugins, &[], &upstream));
-    assert_eq!(saw["echo"]["text"], "Echo: hello - there", "{saw}");
+    passed_through(&saw);
     // Structured content, and its output schema, arrive as the server sent them.
     assert_eq!(saw["structured"]["is_error"], false, "{saw}");
-    assert!(saw["structured"]["structured"].is_object(), "{saw}");
     assert_eq!(saw["long"]["is_error"], false, "{saw}");
-    assert!(
-        saw["progress"].as_array().unwrap().len() >= 4,
-        "progress notifications pass: {saw}"
-    );
     let sampled = saw["sampled"].as_array().unwrap();
     assert!(
         sampled.len() == 1 && sampled[0].as_str().unwrap().ends_with("hi there"),
         "a server's sampling request reaches the client: {saw}"
+    );
+    assert_eq!(saw["cancelled"], true, "{saw}");
+    assert_eq!(saw["pinged"], true);
+    assert!(saw["resources"].as_u64().unwrap() > 0, "{saw}");
+    assert!(!saw["prompts"].as_array().unwrap().is_empty(), "{saw}");
+}
+
+/// What the `everything` scenario must see on any transport: plain and
+/// structured results, progress, a server's sampling request, and a call
+/// after a cancelled one.
+fn passed_through(saw: &Value) {
+    assert_eq!(saw["echo"]["text"], "Echo: hello - there", "{saw}");
+    assert!(saw["structured"]["structured"].is_object(), "{saw}");
+    assert!(
+        saw["progress"].as_array().unwrap().len() >= 4,
+        "progress notifications pass: {saw}"
     );
     assert!(
         saw["sampling"]["text"]
             .as_str()
             .unwrap()
             .contains("sampled answer"),
-        "{saw}"
+        "a server's sampling request reaches the client: {saw}"
     );
-    assert_eq!(saw["cancelled"], true, "{saw}");
     assert_eq!(
         saw["after_cancel"]["text"], "Echo: still here",
         "a cancelled call leaves nothing hanging: {saw}"
     );
-    assert_eq!(saw["pinged"], true);
-    assert!(saw["resources"].as_u64().unwrap() > 0, "{saw}");
-    assert!(!saw["prompts"].as_array().unwrap().is_empty(), "{saw}");
 }
 
 #[test]
@@ -273,10 +287,7 @@ fn a_guest_that_loops_fails_its_session_closed_and_no_other() {
 
 /// The `echo` scenario: one call, then (after `between` ran) another.
 fn client_with_reload(mcp: &Path, command: &[String], between: Option<&dyn Fn()>) -> Value {
-    let mut child = Command::new(mcp.join("venv/bin/python"))
-        .arg(repo().join("tests/mcp/client.py"))
-        .args(["echo", "", "--"])
-        .args(command)
+    let mut child = client_process(mcp, "echo", "", command)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -468,20 +479,7 @@ fn a_remote_server_over_streamable_http_is_guarded_the_same() {
     let command = proxy(&plugins, &["--upstream", &server.url], &[]);
 
     let saw = client(mcp, "everything", "", &command);
-    assert_eq!(saw["echo"]["text"], "Echo: hello - there", "{saw}");
-    assert!(saw["structured"]["structured"].is_object(), "{saw}");
-    assert!(
-        saw["progress"].as_array().unwrap().len() >= 4,
-        "progress on the call's event stream: {saw}"
-    );
-    assert!(
-        saw["sampling"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("sampled answer"),
-        "a server request on the call's event stream reaches the client: {saw}"
-    );
-    assert_eq!(saw["after_cancel"]["text"], "Echo: still here", "{saw}");
+    passed_through(&saw);
     assert_eq!(saw["pinged"], true);
 
     // A second session on the same server: its guest loops, it fails
@@ -504,10 +502,7 @@ fn an_upstream_that_cannot_be_reached_answers_each_request_with_an_error() {
     let plugins = plugin_dir("unreachable", &filesystem_manifest(Path::new("/nowhere")));
     let url = format!("http://127.0.0.1:{}/mcp", free_port());
     let command = proxy(&plugins, &["--upstream", &url], &[]);
-    let output = Command::new(mcp.join("venv/bin/python"))
-        .arg(repo().join("tests/mcp/client.py"))
-        .args(["echo", "", "--"])
-        .args(&command)
+    let output = client_process(mcp, "echo", "", &command)
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -541,20 +536,7 @@ fn clients_over_streamable_http_get_a_guarded_session_each() {
     let url = [served.url.clone()];
 
     let saw = client(mcp, "everything", "", &url);
-    assert_eq!(saw["echo"]["text"], "Echo: hello - there", "{saw}");
-    assert!(saw["structured"]["structured"].is_object(), "{saw}");
-    assert!(
-        saw["progress"].as_array().unwrap().len() >= 4,
-        "progress reaches the client over HTTP: {saw}"
-    );
-    assert!(
-        saw["sampling"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("sampled answer"),
-        "a server request reaches the client over HTTP: {saw}"
-    );
-    assert_eq!(saw["after_cancel"]["text"], "Echo: still here", "{saw}");
+    passed_through(&saw);
 
     // Two sessions at once: one fails closed, the other is unaffected.
     let looped = std::thread::spawn({
