@@ -50,6 +50,23 @@ impl Cause {
             Cause::Limit => "limit",
         }
     }
+
+    /// The cause named `name` (as [`Cause::name`] writes it).
+    pub fn from_name(name: &str) -> Option<Cause> {
+        [
+            Cause::Trap,
+            Cause::Deadline,
+            Cause::Memory,
+            Cause::Stack,
+            Cause::Oversized,
+            Cause::UnsupportedFlow,
+            Cause::InvalidJson,
+            Cause::Load,
+            Cause::Limit,
+        ]
+        .into_iter()
+        .find(|cause| cause.name() == name)
+    }
 }
 
 impl fmt::Display for Cause {

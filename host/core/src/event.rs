@@ -146,7 +146,9 @@ impl FromIterator<EventKind> for EventKinds {
 }
 
 /// Who wrote a message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ComponentType, Lift, Lower,
+)]
 #[component(enum)]
 #[repr(u8)]
 #[serde(rename_all = "kebab-case")]
@@ -166,7 +168,7 @@ pub enum Role {
 }
 
 /// One message of the conversation.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, ComponentType, Lift, Lower)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, ComponentType, Lift, Lower)]
 #[component(record)]
 pub struct Message {
     /// Who wrote it.

@@ -13,6 +13,7 @@
 //! | [`flow`] | flows and request patches, and how patches merge |
 //! | [`rules`] | which flows each event honours, how each composes |
 //! | [`stack`] | the HookStack, runs and decisions |
+//! | [`stopped`] | why the stack ended a run, as text a framework carries and back |
 //! | [`plugin`] | compiled WASM plugins and their per-run instances |
 //! | [`engine`] | the wasmtime runtime and the epoch ticker |
 //! | [`cache`] | the verified compile cache |
@@ -71,6 +72,7 @@ pub mod rules;
 mod slots;
 pub mod stack;
 mod state;
+pub mod stopped;
 #[cfg(feature = "watch")]
 pub mod watch;
 
@@ -82,3 +84,4 @@ pub use inspect::{PluginInfo, inspect};
 pub use limits::Limits;
 pub use plugin::{Plugin, PluginOptions};
 pub use stack::{Decision, FnHook, Hook, HookStack, Outcome, Run, hook_fn, outcome_json};
+pub use stopped::Stopped;

@@ -62,6 +62,59 @@ impl Snapshot {
     }
 }
 
+/// Where runs get their stack: a watched directory's newest snapshot, or
+/// one fixed stack. What a server or a framework adapter is built from.
+pub enum StackSource {
+    /// A plugin directory, watched and hot-reloaded: new runs take the
+    /// newest snapshot, live runs keep theirs.
+    Watched(Arc<DirWatcher>),
+    /// One stack for the source's life (generation 1).
+    Fixed(Arc<Snapshot>),
+}
+
+impl StackSource {
+    /// Loads and watches `dir`.
+    ///
+    /// # Errors
+    /// [`Error::Directory`] when the directory cannot be loaded or watched.
+    pub fn watch(runtime: &Runtime, dir: &Path, debounce: Duration) -> Result<StackSource, Error> {
+        Ok(StackSource::Watched(Arc::new(DirWatcher::start(
+            runtime, dir, debounce,
+        )?)))
+    }
+
+    /// A fixed stack.
+    pub fn fixed(stack: HookStack) -> StackSource {
+        StackSource::Fixed(Arc::new(Snapshot::of_stack(stack)))
+    }
+
+    /// The snapshot a run starting now takes.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        match self {
+            StackSource::Watched(watcher) => watcher.snapshot(),
+            StackSource::Fixed(snapshot) => snapshot.clone(),
+        }
+    }
+}
+
+impl From<HookStack> for StackSource {
+    fn from(stack: HookStack) -> StackSource {
+        StackSource::fixed(stack)
+    }
+}
+
+impl From<DirWatcher> for StackSource {
+    fn from(watcher: DirWatcher) -> StackSource {
+        StackSource::Watched(Arc::new(watcher))
+    }
+}
+
+impl From<Arc<DirWatcher>> for StackSource {
+    fn from(watcher: Arc<DirWatcher>) -> StackSource {
+        StackSource::Watched(watcher)
+    }
+}
+
 /// What a reload did.
 #[derive(Clone, Debug)]
 pub struct ReloadReport {

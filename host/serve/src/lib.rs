@@ -34,7 +34,6 @@ mod metrics;
 mod runs;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -49,12 +48,11 @@ use serde_json::{Value, json};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use hookbox::StepEvent;
-use hookbox::watch::{DirWatcher, Snapshot};
-use hookbox::{HookStack, Runtime};
 
 use crate::auth::Client;
 use crate::runs::{LiveRun, Runs};
 
+pub use hookbox::watch::StackSource;
 pub use metrics::Metrics;
 
 /// What can stop a server from starting.
@@ -72,40 +70,6 @@ pub enum Error {
         /// Why not.
         source: std::io::Error,
     },
-}
-
-/// Where a server's stack comes from.
-pub enum StackSource {
-    /// A plugin directory, watched and hot-reloaded: new runs take the
-    /// newest snapshot, live runs keep theirs.
-    Watched(DirWatcher),
-    /// One stack for the server's life (generation 1).
-    Fixed(Arc<Snapshot>),
-}
-
-impl StackSource {
-    /// Loads and watches `dir`.
-    ///
-    /// # Errors
-    /// [`hookbox::Error::Directory`] when the directory cannot be loaded or
-    /// watched.
-    pub fn watch(runtime: &Runtime, dir: &Path, debounce: Duration) -> Result<StackSource, Error> {
-        Ok(StackSource::Watched(DirWatcher::start(
-            runtime, dir, debounce,
-        )?))
-    }
-
-    /// A fixed stack.
-    pub fn fixed(stack: HookStack) -> StackSource {
-        StackSource::Fixed(Arc::new(Snapshot::of_stack(stack)))
-    }
-
-    fn snapshot(&self) -> Arc<Snapshot> {
-        match self {
-            StackSource::Watched(watcher) => watcher.snapshot(),
-            StackSource::Fixed(snapshot) => snapshot.clone(),
-        }
-    }
 }
 
 /// How the server behaves.

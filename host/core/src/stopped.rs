@@ -1,0 +1,197 @@
+//! Why the stack ended a run, as the one line of text a framework's stop
+//! path carries, and back.
+//!
+//! Frameworks stop a run with a reason string (rig's
+//! `PromptError::Cancelled { reason }`, an `LlmError`'s message). An
+//! adapter writes [`Stopped::reason`] there; the embedder gets the typed
+//! value back with [`Stopped::from_reason`]. The plugin's name is written
+//! as a JSON string, so no name or detail can be mistaken for the frame.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::error::{Cause, FailClosed};
+use crate::event::EventKind;
+use crate::flow::Flow;
+use crate::stack::Outcome;
+
+/// How every reason begins.
+const PREFIX: &str = "hookbox stopped the run: ";
+
+/// Why the stack ended a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stopped {
+    /// A hook misbehaved (or the host refused the run): names it and the
+    /// cause.
+    FailedClosed(FailClosed),
+    /// A hook answered `terminate`.
+    Terminated {
+        /// The hook that did.
+        plugin: String,
+        /// The event it answered.
+        event: EventKind,
+        /// Its reason.
+        reason: String,
+    },
+}
+
+impl Stopped {
+    /// The stop an outcome means, if it ends the run: a fail-closed or a
+    /// terminate. Other flows (a `fail` on an invalid tool call included)
+    /// go the framework's own way.
+    pub fn of(outcome: &Outcome, event: EventKind) -> Option<Stopped> {
+        match outcome {
+            Err(failure) => Some(Stopped::FailedClosed(failure.clone())),
+            Ok(decision) => match &decision.flow {
+                Flow::Terminate(reason) => Some(Stopped::Terminated {
+                    plugin: decision.plugin.as_deref().unwrap_or_default().to_owned(),
+                    event,
+                    reason: reason.clone(),
+                }),
+                _ => None,
+            },
+        }
+    }
+
+    /// The plugin that stopped the run.
+    pub fn plugin(&self) -> &str {
+        match self {
+            Stopped::FailedClosed(failure) => &failure.plugin,
+            Stopped::Terminated { plugin, .. } => plugin,
+        }
+    }
+
+    /// The one-line reason a framework carries: `hookbox stopped the run:
+    /// plugin "NAME" failed closed (CAUSE): DETAIL`, or `... plugin "NAME"
+    /// terminated it at EVENT: REASON`.
+    pub fn reason(&self) -> String {
+        self.to_string()
+    }
+
+    /// The stop a [`Stopped::reason`] was written from; `None` for any other
+    /// text.
+    pub fn from_reason(text: &str) -> Option<Stopped> {
+        let rest = text.strip_prefix(PREFIX)?.strip_prefix("plugin ")?;
+        let mut names = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+        let plugin = names.next()?.ok()?;
+        let rest = &rest[names.byte_offset()..];
+        if let Some(rest) = rest.strip_prefix(" failed closed (") {
+            let (cause, detail) = rest.split_once("): ")?;
+            let cause = Cause::from_name(cause)?;
+            return Some(Stopped::FailedClosed(FailClosed::new(
+                &Arc::from(plugin),
+                cause,
+                detail,
+            )));
+        }
+        let (event, reason) = rest.strip_prefix(" terminated it at ")?.split_once(": ")?;
+        let event = EventKind::ALL.into_iter().find(|k| k.name() == event)?;
+        Some(Stopped::Terminated {
+            plugin,
+            event,
+            reason: reason.to_owned(),
+        })
+    }
+}
+
+impl fmt::Display for Stopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let quoted = |name: &str| serde_json::to_string(name).unwrap_or_default();
+        match self {
+            Stopped::FailedClosed(failure) => write!(
+                f,
+                "{PREFIX}plugin {} failed closed ({}): {}",
+                quoted(&failure.plugin),
+                failure.cause,
+                failure.detail
+            ),
+            Stopped::Terminated {
+                plugin,
+                event,
+                reason,
+            } => write!(
+                f,
+                "{PREFIX}plugin {} terminated it at {event}: {reason}",
+                quoted(plugin)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Stopped {}
+
+impl From<FailClosed> for Stopped {
+    fn from(failure: FailClosed) -> Stopped {
+        Stopped::FailedClosed(failure)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stack::Decision;
+
+    #[test]
+    fn every_stop_reads_back_from_its_reason() {
+        let stops = [
+            Stopped::FailedClosed(FailClosed::new(
+                &Arc::from("loop"),
+                Cause::Deadline,
+                "ran past its 50 ms deadline",
+            )),
+            // A name and a detail that look like the frame itself.
+            Stopped::FailedClosed(FailClosed::new(
+                &Arc::from("x\" failed closed (trap): y"),
+                Cause::UnsupportedFlow,
+                "): (trap) \"",
+            )),
+            Stopped::Terminated {
+                plugin: "budget".into(),
+                event: EventKind::ToolCall,
+                reason: "too many calls: stop".into(),
+            },
+        ];
+        for stop in stops {
+            assert_eq!(Stopped::from_reason(&stop.reason()), Some(stop.clone()));
+        }
+        assert_eq!(
+            Stopped::FailedClosed(FailClosed::new(&Arc::from("loop"), Cause::Trap, "boom"))
+                .reason(),
+            r#"hookbox stopped the run: plugin "loop" failed closed (trap): boom"#
+        );
+    }
+
+    #[test]
+    fn other_text_is_not_a_stop() {
+        for text in [
+            "",
+            "the run was cancelled",
+            "hookbox stopped the run: plugin loop failed closed (trap): x",
+            r#"hookbox stopped the run: plugin "loop" failed closed (nonsense): x"#,
+            r#"hookbox stopped the run: plugin "loop" terminated it at nowhere: x"#,
+        ] {
+            assert_eq!(Stopped::from_reason(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn only_terminates_and_failures_stop() {
+        let stop = Stopped::of(
+            &Ok(Decision {
+                flow: Flow::terminate("no"),
+                plugin: Some("p".into()),
+                rewritten: None,
+            }),
+            EventKind::TextDelta,
+        );
+        assert_eq!(stop.map(|s| s.plugin().to_owned()).as_deref(), Some("p"));
+        assert_eq!(
+            Stopped::of(&Ok(Decision::new(Flow::Fail)), EventKind::InvalidToolCall),
+            None
+        );
+        assert_eq!(
+            Stopped::of(&Ok(Decision::new(Flow::skip("x"))), EventKind::ToolCall),
+            None
+        );
+    }
+}

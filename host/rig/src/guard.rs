@@ -1,0 +1,406 @@
+//! The `AgentHook`: one hookbox run per rig run, asked off the executor.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hookbox::watch::StackSource;
+use hookbox::{Cause, Decision, EventKinds, FailClosed, Flow, Run, StepEvent, Stopped};
+use hookbox::{
+    CompletionCall, CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished,
+    StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta, ToolResult,
+};
+use rig_agent::agent::{
+    AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
+    HookContext, InvalidToolCallAction, ModelTurnAction, ObservationAction, OutcomeAction,
+    OutcomeEvent, RunSettled, RunStart, RunStartAction,
+};
+use rig_agent::run::InvalidToolCallContext;
+use rig_core::effect::{Answered, EffectKind};
+
+use crate::map;
+
+/// hookbox's stack as a rig [`AgentHook`]: add it with
+/// `AgentBuilder::add_hook` (every run of the agent) or
+/// `AgentRunner::add_hook` (one run).
+///
+/// Each rig run gets its own hookbox run on the newest snapshot of the
+/// source: fresh guest instances, kept to the run's end, nothing shared with
+/// other runs. A stack that fails closed or terminates stops the rig run
+/// through rig's own stop path (`PromptError::Cancelled`, whose reason
+/// [`crate::stopped`] reads back). Guards are asked on tokio's blocking pool,
+/// never on the executor.
+#[derive(Clone)]
+pub struct Guard {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    source: StackSource,
+    /// Tells this guard's runs apart from another guard's in rig's per-run
+    /// scratchpad.
+    id: u64,
+    /// Held while a run is looked up or opened, so parallel tool calls of a
+    /// resumed run open one hookbox run, not two.
+    opening: Mutex<()>,
+}
+
+/// This guard's hookbox runs for one rig run, in rig's per-run scratchpad:
+/// dropped with it, even when the caller drops the run midway.
+#[derive(Clone, Default)]
+struct Runs(BTreeMap<u64, Arc<Mutex<GuardRun>>>);
+
+struct GuardRun {
+    /// `Err`: the run could not start (no instance slots free).
+    run: Result<Run, FailClosed>,
+    /// What the run's stack subscribed to: other events skip the thread hop.
+    wants: EventKinds,
+}
+
+impl Guard {
+    /// A guard over `source`: a [`hookbox::HookStack`], or a hot-reloaded
+    /// plugin directory (`StackSource::watch`).
+    pub fn new(source: impl Into<StackSource>) -> Guard {
+        static IDS: AtomicU64 = AtomicU64::new(1);
+        Guard {
+            inner: Arc::new(Inner {
+                source: source.into(),
+                id: IDS.fetch_add(1, Ordering::Relaxed),
+                opening: Mutex::new(()),
+            }),
+        }
+    }
+
+    /// This rig run's hookbox run, opened on the newest snapshot when it
+    /// has none yet.
+    fn run(&self, ctx: &HookContext) -> Arc<Mutex<GuardRun>> {
+        let _opening = self.inner.opening.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(run) = ctx
+            .scratchpad()
+            .get::<Runs>()
+            .and_then(|r| r.0.get(&self.inner.id).cloned())
+        {
+            return run;
+        }
+        let snapshot = self.inner.source.snapshot();
+        let run = snapshot
+            .stack
+            .try_start_run(format!("rig-{}", ctx.run_id()))
+            .map_err(|busy| FailClosed::new(&Arc::from("hookbox"), Cause::Limit, busy.to_string()));
+        let run = Arc::new(Mutex::new(GuardRun {
+            run,
+            wants: snapshot.stack.subscriptions(),
+        }));
+        ctx.scratchpad()
+            .update::<Runs, _>(|runs| runs.0.insert(self.inner.id, run.clone()));
+        run
+    }
+
+    /// Asks the stack about `event`. `Err` is how the run ends: a
+    /// fail-closed or a terminate.
+    async fn ask(&self, ctx: &HookContext, event: StepEvent) -> Result<Decision, Stopped> {
+        let kind = event.kind();
+        let run = self.run(ctx);
+        let wanted = {
+            let guard = run.lock().unwrap_or_else(|e| e.into_inner());
+            if let Err(failure) = &guard.run {
+                return Err(Stopped::FailedClosed(failure.clone()));
+            }
+            guard.wants.contains(kind)
+        };
+        if !wanted {
+            return Ok(Decision::new(kind.default_flow()));
+        }
+        let hook_ctx = hookbox::HookContext {
+            run_id: format!("rig-{}", ctx.run_id()),
+            turn: u32::try_from(ctx.turn()).unwrap_or(u32::MAX),
+            is_streaming: ctx.is_streaming(),
+            agent_name: ctx.agent_name().map(str::to_owned),
+        };
+        let ask = move || {
+            let mut guard = run.lock().unwrap_or_else(|e| e.into_inner());
+            match &mut guard.run {
+                Ok(run) => run.dispatch(&hook_ctx, &event),
+                Err(failure) => Err(failure.clone()),
+            }
+        };
+        let outcome = off_executor(ask).await;
+        match outcome {
+            Ok(decision) if !matches!(decision.flow, Flow::Terminate(_)) => Ok(decision),
+            ended => Err(Stopped::of(&ended, kind).unwrap_or_else(|| {
+                Stopped::FailedClosed(FailClosed::new(
+                    &Arc::from("hookbox"),
+                    Cause::Trap,
+                    "unreachable",
+                ))
+            })),
+        }
+    }
+}
+
+/// Runs a guard call on tokio's blocking pool when there is a runtime (the
+/// call is synchronous and bounded by the plugins' deadlines), in place
+/// otherwise.
+async fn off_executor(ask: impl FnOnce() -> hookbox::Outcome + Send + 'static) -> hookbox::Outcome {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => match handle.spawn_blocking(ask).await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(FailClosed::new(
+                &Arc::from("hookbox"),
+                Cause::Trap,
+                format!("the guard call did not finish: {e}"),
+            )),
+        },
+        Err(_) => ask(),
+    }
+}
+
+impl AgentHook for Guard {
+    fn name(&self) -> Option<String> {
+        Some("hookbox".to_owned())
+    }
+
+    async fn on_run_start(&self, ctx: &HookContext, _event: RunStart<'_>) -> RunStartAction {
+        // Opens the run now: a run that cannot have its instances stops
+        // before the model is called.
+        let run = self.run(ctx);
+        let guard = run.lock().unwrap_or_else(|e| e.into_inner());
+        match &guard.run {
+            Ok(_) => RunStartAction::Continue,
+            Err(failure) => RunStartAction::Stop(Stopped::from(failure.clone()).reason()),
+        }
+    }
+
+    async fn on_run_settled(&self, ctx: &HookContext, _event: RunSettled<'_>) {
+        // The run's instances go back now, not when rig drops the context.
+        ctx.scratchpad()
+            .update::<Runs, _>(|runs| runs.0.remove(&self.inner.id));
+    }
+
+    async fn on_completion_call(
+        &self,
+        ctx: &HookContext,
+        event: CompletionCallEvent<'_>,
+    ) -> CompletionCallAction {
+        let call = StepEvent::CompletionCall(CompletionCall {
+            prompt: map::message(event.prompt).content,
+            history: event.history.iter().map(|m| map::message(m)).collect(),
+            turn: u32::try_from(event.turn).unwrap_or(u32::MAX),
+        });
+        match self.ask(ctx, call).await {
+            Err(stopped) => CompletionCallAction::Stop(stopped.reason()),
+            Ok(Decision {
+                flow: Flow::PatchRequest(patch),
+                plugin,
+                ..
+            }) => {
+                let plugin = plugin.unwrap_or_else(|| Arc::from("hookbox"));
+                match map::request_patch(patch, event.history, &plugin) {
+                    Ok(patch) => CompletionCallAction::Patch(patch),
+                    Err(failure) => CompletionCallAction::Stop(Stopped::from(failure).reason()),
+                }
+            }
+            Ok(_) => CompletionCallAction::Continue,
+        }
+    }
+
+    async fn on_model_turn_finished(
+        &self,
+        ctx: &HookContext,
+        event: rig_agent::agent::ModelTurnFinished<'_>,
+    ) -> ModelTurnAction {
+        let finished = StepEvent::ModelTurnFinished(ModelTurnFinished {
+            turn: u32::try_from(event.turn).unwrap_or(u32::MAX),
+            content: map::answer_text(event.content),
+            usage: map::usage(&event.usage),
+        });
+        match self.ask(ctx, finished).await {
+            Err(stopped) => ModelTurnAction::Stop(stopped.reason()),
+            Ok(_) => ModelTurnAction::Continue,
+        }
+    }
+
+    async fn on_invalid_tool_call(
+        &self,
+        ctx: &HookContext,
+        event: &InvalidToolCallContext,
+    ) -> Option<InvalidToolCallAction> {
+        let invalid = StepEvent::InvalidToolCall(InvalidToolCall {
+            tool_name: event.tool_name.clone(),
+            tool_call_id: event.tool_call_id.as_ref().map(|id| id.wire().into_owned()),
+            internal_call_id: None,
+            args: event.args.clone(),
+            available_tools: event.available_tools.clone(),
+            allowed_tools: event.allowed_tools.clone(),
+            tool_choice: event.tool_choice.as_ref().map(map::tool_choice),
+        });
+        match self.ask(ctx, invalid).await {
+            Err(stopped) => Some(InvalidToolCallAction::stop(stopped.reason())),
+            // No plugin had an opinion: rig's own policy (and later hooks)
+            // decide.
+            Ok(Decision { plugin: None, .. }) => None,
+            Ok(decision) => Some(match decision.flow {
+                Flow::Retry(feedback) => InvalidToolCallAction::retry(feedback),
+                Flow::Repair(tool_name) => InvalidToolCallAction::repair(tool_name),
+                Flow::Skip(reason) => InvalidToolCallAction::skip(reason),
+                _ => InvalidToolCallAction::fail(),
+            }),
+        }
+    }
+
+    async fn on_text_delta(
+        &self,
+        ctx: &HookContext,
+        event: rig_agent::agent::TextDelta<'_>,
+    ) -> ObservationAction {
+        let delta = StepEvent::TextDelta(TextDelta {
+            delta: event.delta.to_owned(),
+            aggregated: event.aggregated.to_owned(),
+        });
+        observe(self.ask(ctx, delta).await)
+    }
+
+    async fn on_tool_call_delta(
+        &self,
+        ctx: &HookContext,
+        event: rig_agent::agent::ToolCallDelta<'_>,
+    ) -> ObservationAction {
+        let part = event.part.index().to_string();
+        let delta = StepEvent::ToolCallDelta(ToolCallDelta {
+            tool_call_id: part.clone(),
+            internal_call_id: part,
+            tool_name: Some(event.tool_name.to_owned()).filter(|n| !n.is_empty()),
+            delta: event.delta.to_owned(),
+        });
+        observe(self.ask(ctx, delta).await)
+    }
+
+    async fn on_dispatch(&self, ctx: &HookContext, event: DispatchEvent<'_>) -> DispatchAction {
+        let EffectKind::ToolCall { name, args } = event.kind else {
+            return DispatchAction::Proceed;
+        };
+        // The one canonical form: what the guards check is what the tool
+        // gets.
+        let canonical = hookbox::json::canonical(args).unwrap_or_else(|| args.clone());
+        let call = StepEvent::ToolCall(ToolCall {
+            tool_name: name.clone(),
+            tool_call_id: event.call_id.map(|id| id.wire().into_owned()),
+            internal_call_id: event.id.as_u64().to_string(),
+            args: canonical.clone(),
+        });
+        let patch = |args: String| {
+            DispatchAction::Patch(EffectKind::ToolCall {
+                name: name.clone(),
+                args,
+            })
+        };
+        match self.ask(ctx, call).await {
+            Err(stopped) => DispatchAction::stop(stopped.reason()),
+            Ok(decision) => match decision.flow {
+                Flow::RewriteArgs(args) => patch(args),
+                Flow::Skip(reason) => DispatchAction::skip(reason),
+                _ if canonical != *args => patch(canonical),
+                _ => DispatchAction::Proceed,
+            },
+        }
+    }
+
+    async fn on_outcome(&self, ctx: &HookContext, event: OutcomeEvent<'_>) -> OutcomeAction {
+        match event.kind {
+            EffectKind::ToolCall { name, args } => self.tool_outcome(ctx, &event, name, args).await,
+            EffectKind::Completion { request, .. } => {
+                let Some(response) = event.completion() else {
+                    return OutcomeAction::Proceed;
+                };
+                let prompt = request
+                    .chat_history
+                    .last()
+                    .map(|m| map::message(m).content)
+                    .unwrap_or_default();
+                let response = ModelResponse {
+                    content: map::answer_text(&response.choice),
+                    usage: map::usage(&response.usage),
+                };
+                let answered = if ctx.is_streaming() {
+                    StepEvent::StreamResponseFinish(StreamResponseFinish { prompt, response })
+                } else {
+                    StepEvent::CompletionResponse(CompletionResponse { prompt, response })
+                };
+                match self.ask(ctx, answered).await {
+                    Err(stopped) => OutcomeAction::stop(stopped.reason()),
+                    Ok(_) => OutcomeAction::Proceed,
+                }
+            }
+            _ => OutcomeAction::Proceed,
+        }
+    }
+}
+
+impl Guard {
+    async fn tool_outcome(
+        &self,
+        ctx: &HookContext,
+        event: &OutcomeEvent<'_>,
+        name: &str,
+        args: &str,
+    ) -> OutcomeAction {
+        let (outcome, visible) = match event.outcome {
+            Ok(Answered::ToolResult { result }) => map::tool_outcome(result),
+            Ok(_) => return OutcomeAction::Proceed,
+            Err(report) => (
+                hookbox::ToolOutcome::Error(hookbox::ToolError {
+                    kind: hookbox::ToolErrorKind::Other,
+                    message: report.message.clone(),
+                }),
+                report.message.clone(),
+            ),
+        };
+        let result = StepEvent::ToolResult(ToolResult {
+            tool_name: name.to_owned(),
+            tool_call_id: event.call_id.map(|id| id.wire().into_owned()),
+            internal_call_id: event.id.as_u64().to_string(),
+            args: hookbox::json::canonical(args).unwrap_or_else(|| args.to_owned()),
+            result: visible,
+            outcome,
+            extensions: "{}".to_owned(),
+        });
+        let decision = match self.ask(ctx, result).await {
+            Err(stopped) => return OutcomeAction::stop(stopped.reason()),
+            Ok(decision) => decision,
+        };
+        let Flow::RewriteResult(text) = decision.flow else {
+            return OutcomeAction::Proceed;
+        };
+        match event.outcome {
+            Ok(Answered::ToolResult { result }) => {
+                match map::rewritten_output(result.output(), text) {
+                    Ok(output) => OutcomeAction::Replace(Ok(Answered::ToolResult {
+                        result: result.clone().with_output(output),
+                    })),
+                    Err(detail) => {
+                        let plugin = decision.plugin.unwrap_or_else(|| Arc::from("hookbox"));
+                        OutcomeAction::stop(
+                            Stopped::from(FailClosed::new(&plugin, Cause::UnsupportedFlow, detail))
+                                .reason(),
+                        )
+                    }
+                }
+            }
+            // A failed dispatch: the model sees the report's message, so the
+            // rewrite replaces that.
+            Err(report) => {
+                let mut report = report.clone();
+                report.message = text;
+                OutcomeAction::Replace(Err(report))
+            }
+            Ok(_) => OutcomeAction::Proceed,
+        }
+    }
+}
+
+fn observe(answer: Result<Decision, Stopped>) -> ObservationAction {
+    match answer {
+        Err(stopped) => ObservationAction::Stop(stopped.reason()),
+        Ok(_) => ObservationAction::Continue,
+    }
+}

@@ -1,0 +1,329 @@
+//! Pure mappings between rig's types and hookbox's: no I/O, no runs.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use hookbox::{Cause, Document, FailClosed, Message, Role, ToolChoice, ToolOutcome, Usage};
+use hookbox::{RequestPatch, ToolError, ToolErrorKind};
+use rig_core::completion::message::{
+    AssistantContent, Message as RigMessage, ToolChoice as RigToolChoice, ToolName,
+    ToolResultContent, UserContent,
+};
+use rig_core::completion::{Document as RigDocument, Usage as RigUsage};
+use rig_core::tool::{ToolErrorKind as RigToolErrorKind, ToolOutput, ToolResult};
+
+/// A rig message as hookbox guards read it: its role and its text.
+///
+/// A user message made only of tool results is a `tool` message. Tool calls
+/// read as `[tool call NAME ARGS]`, and what has no text (an image, a
+/// document) as a bracketed placeholder, so a guard sees that it is there.
+pub fn message(message: &RigMessage) -> Message {
+    match message {
+        RigMessage::System { content } => Message {
+            role: Role::System,
+            content: content.clone(),
+        },
+        RigMessage::User { content } => {
+            let only_results = !content.is_empty()
+                && content
+                    .iter()
+                    .all(|c| matches!(c, UserContent::ToolResult(_)));
+            let parts: Vec<String> = content.iter().map(user_part).collect();
+            Message {
+                role: if only_results { Role::Tool } else { Role::User },
+                content: parts.join("\n"),
+            }
+        }
+        RigMessage::Assistant(turn) => Message {
+            role: Role::Assistant,
+            content: turn
+                .content
+                .iter()
+                .filter_map(assistant_part)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        },
+    }
+}
+
+fn user_part(part: &UserContent) -> String {
+    match part {
+        UserContent::Text(text) => text.text.clone(),
+        UserContent::ToolResult(result) => result
+            .content
+            .iter()
+            .map(|c| match c {
+                ToolResultContent::Text(text) => text.text.clone(),
+                ToolResultContent::Json { value } => value.to_string(),
+                _ => "[image]".to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        UserContent::Image(_) => "[image]".to_owned(),
+        UserContent::Audio(_) => "[audio]".to_owned(),
+        UserContent::Video(_) => "[video]".to_owned(),
+        UserContent::Document(_) => "[document]".to_owned(),
+    }
+}
+
+fn assistant_part(part: &AssistantContent) -> Option<String> {
+    match part {
+        AssistantContent::Text(text) => Some(text.text.clone()),
+        AssistantContent::ToolCall(call) => Some(format!(
+            "[tool call {} {}]",
+            call.function.name.as_str(),
+            call.function.arguments_json()
+        )),
+        AssistantContent::Image(_) => Some("[image]".to_owned()),
+        _ => None,
+    }
+}
+
+/// The answer text of an assistant turn.
+pub fn answer_text(content: &[AssistantContent]) -> String {
+    content
+        .iter()
+        .filter_map(|c| match c {
+            AssistantContent::Text(text) => Some(text.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+/// rig's token counts, as far as it reported them.
+pub fn usage(usage: &RigUsage) -> Option<Usage> {
+    match (usage.input_tokens, usage.output_tokens) {
+        (None, None) => None,
+        (input, output) => Some(Usage {
+            input_tokens: input.unwrap_or(0),
+            output_tokens: output.unwrap_or(0),
+        }),
+    }
+}
+
+/// rig's tool choice in hookbox's terms.
+pub fn tool_choice(choice: &RigToolChoice) -> ToolChoice {
+    match choice {
+        RigToolChoice::Auto => ToolChoice::Auto,
+        RigToolChoice::None => ToolChoice::None,
+        RigToolChoice::Required => ToolChoice::Required,
+        RigToolChoice::Specific { function_names } => ToolChoice::Specific(
+            function_names
+                .iter()
+                .map(|n| n.as_str().to_owned())
+                .collect(),
+        ),
+    }
+}
+
+/// What really happened to a tool call, and the text the model will see.
+pub fn tool_outcome(result: &ToolResult) -> (ToolOutcome, String) {
+    let visible = result.output().render();
+    let outcome = if let Some(error) = result.error() {
+        ToolOutcome::Error(ToolError {
+            kind: tool_error_kind(error.kind()),
+            message: error.to_string(),
+        })
+    } else if let Some(refusal) = result.refusal() {
+        ToolOutcome::Denied(refusal.to_string())
+    } else if result.is_skipped() {
+        ToolOutcome::Skipped(visible.clone())
+    } else {
+        ToolOutcome::Success
+    };
+    (outcome, visible)
+}
+
+fn tool_error_kind(kind: RigToolErrorKind) -> ToolErrorKind {
+    match kind {
+        RigToolErrorKind::Timeout => ToolErrorKind::Timeout,
+        RigToolErrorKind::NotFound => ToolErrorKind::NotFound,
+        RigToolErrorKind::InvalidArgs => ToolErrorKind::InvalidArgs,
+        // What a tool's own `Err` is.
+        RigToolErrorKind::Other => ToolErrorKind::Execution,
+        _ => ToolErrorKind::Other,
+    }
+}
+
+/// A rewritten result in the shape of the output it replaces: JSON stays
+/// JSON, text stays text. `Err` (what a guard is told) when JSON output
+/// was rewritten into text that is not JSON.
+pub fn rewritten_output(before: &ToolOutput, text: String) -> Result<ToolOutput, String> {
+    if before.as_json().is_none() {
+        return Ok(ToolOutput::text(text));
+    }
+    match serde_json::from_str(&text) {
+        Ok(value) => Ok(ToolOutput::json(value)),
+        Err(_) => Err(
+            "rewrote a JSON tool output into text that is not JSON; rig passes the tool's output on as JSON, so a rewrite must be JSON too"
+                .to_owned(),
+        ),
+    }
+}
+
+/// A hookbox request patch as rig's, for this turn.
+///
+/// `history` is the turn's history as rig holds it: a patched history
+/// reuses each message a guard left unchanged (same role and text), so tool
+/// calls and results keep their ids; a changed or new message becomes a
+/// text message. A changed or new `tool` message cannot be sent (rig needs
+/// the call it answers), and a tool choice or additional params rig cannot
+/// take are refused too: each `Err` fails the run closed naming `plugin`.
+pub fn request_patch(
+    patch: RequestPatch,
+    history: &[Arc<RigMessage>],
+    plugin: &Arc<str>,
+) -> Result<rig_agent::agent::RequestPatch, FailClosed> {
+    let refuse = |cause, detail: String| Err(FailClosed::new(plugin, cause, detail));
+    let mut out = rig_agent::agent::RequestPatch::new();
+    out.preamble = patch.preamble;
+    out.temperature = patch.temperature;
+    out.max_tokens = patch.max_tokens.map(u64::from);
+    out.tool_choice = match patch.tool_choice {
+        None => None,
+        Some(ToolChoice::Auto) => Some(RigToolChoice::Auto),
+        Some(ToolChoice::None) => Some(RigToolChoice::None),
+        Some(ToolChoice::Required) => Some(RigToolChoice::Required),
+        Some(ToolChoice::Specific(names)) => {
+            let mut function_names = Vec::with_capacity(names.len());
+            for name in names {
+                match ToolName::new(name) {
+                    Ok(name) => function_names.push(name),
+                    Err(_) => {
+                        return refuse(
+                            Cause::UnsupportedFlow,
+                            "patched the tool choice with an empty tool name, which rig cannot send"
+                                .to_owned(),
+                        );
+                    }
+                }
+            }
+            Some(RigToolChoice::Specific { function_names })
+        }
+    };
+    out.active_tools = patch.active_tools;
+    if let Some(text) = patch.additional_params {
+        match serde_json::from_str::<serde_json::Value>(&text) {
+            Ok(value @ serde_json::Value::Object(_)) => out.additional_params = Some(value),
+            _ => {
+                return refuse(
+                    Cause::InvalidJson,
+                    "patched additional-params with something that is not a JSON object".to_owned(),
+                );
+            }
+        }
+    }
+    out.extra_context = patch
+        .extra_context
+        .unwrap_or_default()
+        .into_iter()
+        .map(|Document { id, text }| RigDocument {
+            id,
+            text,
+            additional_props: HashMap::new(),
+        })
+        .collect();
+    if let Some(patched) = patch.history {
+        out.history = Some(patched_history(patched, history, plugin)?);
+    }
+    Ok(out)
+}
+
+fn patched_history(
+    patched: Vec<Message>,
+    history: &[Arc<RigMessage>],
+    plugin: &Arc<str>,
+) -> Result<Vec<Arc<RigMessage>>, FailClosed> {
+    // Each original message under the way guards read it, in order, so a
+    // message repeated word for word is matched to its own copy.
+    let mut originals: HashMap<Message, VecDeque<&Arc<RigMessage>>> = HashMap::new();
+    for original in history {
+        originals
+            .entry(message(original))
+            .or_default()
+            .push_back(original);
+    }
+    let mut out = Vec::with_capacity(patched.len());
+    for m in patched {
+        if let Some(original) = originals.get_mut(&m).and_then(VecDeque::pop_front) {
+            out.push(original.clone());
+            continue;
+        }
+        out.push(Arc::new(match m.role {
+            Role::System => RigMessage::system(m.content),
+            Role::User => RigMessage::user(m.content),
+            Role::Assistant => RigMessage::assistant(m.content),
+            Role::Tool => {
+                return Err(FailClosed::new(
+                    plugin,
+                    Cause::UnsupportedFlow,
+                    "patched the history with a new or changed tool message; rig sends a tool result only with the call it answers, so the patch cannot be applied",
+                ));
+            }
+        }));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plugin() -> Arc<str> {
+        Arc::from("p")
+    }
+
+    #[test]
+    fn a_history_patch_keeps_what_it_did_not_change() {
+        let call =
+            RigMessage::Assistant(rig_core::completion::message::AssistantMessage::new(vec![
+                AssistantContent::tool_call(
+                    "c1",
+                    ToolName::new("read").unwrap(),
+                    serde_json::json!({"path": "a"}),
+                ),
+            ]));
+        let history: Vec<Arc<RigMessage>> = vec![
+            Arc::new(RigMessage::user("hello")),
+            Arc::new(call),
+            Arc::new(RigMessage::user("secret sk-123")),
+        ];
+        let mut patched: Vec<Message> = history.iter().map(|m| message(m)).collect();
+        patched[2].content = "secret [redacted]".into();
+        let out = patched_history(patched, &history, &plugin()).unwrap();
+        assert!(Arc::ptr_eq(&out[0], &history[0]));
+        assert!(
+            Arc::ptr_eq(&out[1], &history[1]),
+            "the tool call keeps its structure"
+        );
+        assert_eq!(*out[2], RigMessage::user("secret [redacted]"));
+    }
+
+    #[test]
+    fn a_changed_tool_message_is_refused() {
+        let patched = vec![Message {
+            role: Role::Tool,
+            content: "made up".into(),
+        }];
+        let err = patched_history(patched, &[], &plugin()).unwrap_err();
+        assert_eq!(err.cause, Cause::UnsupportedFlow);
+    }
+
+    #[test]
+    fn json_output_stays_json() {
+        let before = ToolOutput::json(serde_json::json!({"a": 1}));
+        assert!(
+            rewritten_output(&before, "{\"a\":2}".into())
+                .unwrap()
+                .as_json()
+                .is_some()
+        );
+        assert!(rewritten_output(&before, "not json".into()).is_err());
+        let text = ToolOutput::text("x");
+        assert_eq!(
+            rewritten_output(&text, "{}".into()).unwrap().as_text(),
+            Some("{}")
+        );
+    }
+}
