@@ -1,0 +1,566 @@
+//! One hookbox run per tool loop: where it plugs into llm-stack, and how
+//! its answers become llm-stack's.
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use hookbox::watch::StackSource;
+use hookbox::{Cause, Decision, EventKind, EventKinds, FailClosed, Flow, Run, StepEvent, Stopped};
+use hookbox::{
+    CompletionCall, InvalidToolCall, ModelResponse, ModelTurnFinished, StreamResponseFinish,
+    TextDelta, ToolCall, ToolCallDelta, ToolError, ToolErrorKind, ToolOutcome, ToolResult,
+};
+use llm_stack::intercept::{
+    Interceptor, InterceptorStack, Next, ToolExec, ToolRequest, ToolResponse,
+};
+use llm_stack::provider::ProviderMetadata;
+use llm_stack::tool::ToolApproval;
+use llm_stack::{
+    ChatParams, ChatResponse, ChatStream, DynProvider, LlmError, Provider, StreamEvent,
+};
+use llm_stack::{ToolLoopConfig, ToolRegistry, Usage};
+
+use crate::map;
+
+/// The error code of an `LlmError::Provider` that is a hookbox stop.
+pub(crate) const STOP_CODE: &str = "hookbox";
+
+/// A hookbox stack for llm-stack tool loops: one [`GuardRun`] per loop.
+#[derive(Clone)]
+pub struct Guard {
+    source: Arc<StackSource>,
+}
+
+impl Guard {
+    /// A guard over `source`: a [`hookbox::HookStack`], or a hot-reloaded
+    /// plugin directory (`StackSource::watch`).
+    pub fn new(source: impl Into<StackSource>) -> Guard {
+        Guard {
+            source: Arc::new(source.into()),
+        }
+    }
+
+    /// A hookbox run for one tool loop, on the source's newest snapshot:
+    /// fresh guest instances, kept to the run's end.
+    ///
+    /// # Errors
+    /// A [`Stopped`] naming `hookbox` (cause `limit`) when the runtime has
+    /// no instance slots free for the run.
+    pub fn start_run(&self, run_id: impl Into<String>) -> Result<GuardRun, Stopped> {
+        let snapshot = self.source.snapshot();
+        let run = snapshot.stack.try_start_run(run_id).map_err(|busy| {
+            Stopped::FailedClosed(FailClosed::new(
+                &Arc::from("hookbox"),
+                Cause::Limit,
+                busy.to_string(),
+            ))
+        })?;
+        Ok(GuardRun {
+            shared: Arc::new(Shared {
+                run: Mutex::new(run),
+                wants: snapshot.stack.subscriptions(),
+                turn: AtomicU32::new(0),
+                stopped: Mutex::new(None),
+            }),
+        })
+    }
+}
+
+/// One hookbox run, and the pieces that plug it into one llm-stack tool
+/// loop: [`GuardRun::provider`], [`GuardRun::registry`] (or
+/// [`GuardRun::interceptor`]) and [`GuardRun::config`]. Clones share the
+/// run.
+#[derive(Clone)]
+pub struct GuardRun {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    run: Mutex<Run>,
+    wants: EventKinds,
+    /// Model calls so far.
+    turn: AtomicU32,
+    /// Set once: why the run ended. Everything after it refuses.
+    stopped: Mutex<Option<Stopped>>,
+}
+
+impl GuardRun {
+    /// Why the stack ended the run, if it did.
+    pub fn stopped(&self) -> Option<Stopped> {
+        self.shared
+            .stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn stop(&self, stopped: Stopped) -> Stopped {
+        let mut slot = self
+            .shared
+            .stopped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        slot.get_or_insert(stopped).clone()
+    }
+
+    fn context(&self) -> hookbox::HookContext {
+        let run = self.shared.run.lock().unwrap_or_else(|e| e.into_inner());
+        hookbox::HookContext {
+            turn: self.shared.turn.load(Ordering::Relaxed),
+            // llm-stack's loop always streams from the provider.
+            is_streaming: true,
+            ..run.current_context().clone()
+        }
+    }
+
+    fn wants(&self, kind: EventKind) -> bool {
+        self.shared.wants.contains(kind)
+    }
+
+    /// Asks the stack, on tokio's blocking pool. `Err` ends the run.
+    async fn ask(&self, event: StepEvent) -> Result<Decision, Stopped> {
+        if let Some(stopped) = self.stopped() {
+            return Err(stopped);
+        }
+        let kind = event.kind();
+        if !self.wants(kind) {
+            return Ok(Decision::new(kind.default_flow()));
+        }
+        let this = self.clone();
+        let asked = move || this.decide(&event);
+        let outcome = match tokio::runtime::Handle::try_current() {
+            Ok(handle) => handle.spawn_blocking(asked).await.unwrap_or_else(|e| {
+                Err(FailClosed::new(
+                    &Arc::from("hookbox"),
+                    Cause::Trap,
+                    format!("the guard call did not finish: {e}"),
+                ))
+            }),
+            Err(_) => asked(),
+        };
+        self.settle(outcome, kind)
+    }
+
+    /// [`GuardRun::ask`] from one of llm-stack's synchronous callbacks: on a
+    /// multi-threaded runtime the worker hands its other tasks off while
+    /// the guard runs (`block_in_place`); elsewhere it blocks in place.
+    fn ask_blocking(&self, event: StepEvent) -> Result<Decision, Stopped> {
+        if let Some(stopped) = self.stopped() {
+            return Err(stopped);
+        }
+        let kind = event.kind();
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        let outcome = if multi_thread {
+            tokio::task::block_in_place(|| self.decide(&event))
+        } else {
+            self.decide(&event)
+        };
+        self.settle(outcome, kind)
+    }
+
+    fn decide(&self, event: &StepEvent) -> hookbox::Outcome {
+        let ctx = self.context();
+        let mut run = self.shared.run.lock().unwrap_or_else(|e| e.into_inner());
+        run.dispatch(&ctx, event)
+    }
+
+    fn settle(&self, outcome: hookbox::Outcome, kind: EventKind) -> Result<Decision, Stopped> {
+        match Stopped::of(&outcome, kind) {
+            Some(stopped) => Err(self.stop(stopped)),
+            None => outcome.map_err(|failure| self.stop(failure.into())),
+        }
+    }
+
+    /// `inner` with the stack asked around each model call: completion-call
+    /// (its patch applies to that call only), then text-delta and
+    /// tool-call-delta as the model streams, then stream-response-finish
+    /// and model-turn-finished. Once the run has stopped, every call fails
+    /// with the stop (an `LlmError::Provider` with code `hookbox`) and the
+    /// model is not called.
+    pub fn provider(&self, inner: Arc<dyn DynProvider>) -> GuardedProvider {
+        GuardedProvider {
+            inner,
+            run: self.clone(),
+        }
+    }
+
+    /// The tool-execution interceptor: tool-call before each tool (skip,
+    /// rewrite-args, terminate) and tool-result after it (rewrite-result,
+    /// terminate). Add it first (outermost) to your own interceptors.
+    pub fn interceptor<Ctx: Send + Sync + 'static>(&self) -> Arc<dyn Interceptor<ToolExec<Ctx>>> {
+        Arc::new(ToolGuard { run: self.clone() })
+    }
+
+    /// A copy of `registry` whose tools run through
+    /// [`GuardRun::interceptor`] only: its interceptors are replaced, so
+    /// with interceptors of your own, use `interceptor` instead.
+    pub fn registry<Ctx: Send + Sync + 'static>(
+        &self,
+        registry: &ToolRegistry<Ctx>,
+    ) -> ToolRegistry<Ctx> {
+        registry
+            .clone()
+            .with_interceptors(InterceptorStack::new().with_shared(self.interceptor()))
+    }
+
+    /// `config` with the run's approval step: a call to a tool `registry`
+    /// does not have is an invalid-tool-call (retry: the model reads the
+    /// feedback as the call's error result; skip: the reason; fail or
+    /// terminate: the run ends; repair: the run fails closed, llm-stack
+    /// cannot rename a call). Calls to known tools go to `config`'s own
+    /// `on_tool_call`, if any. Once the run has stopped, every call is
+    /// denied.
+    pub fn config<Ctx: Send + Sync + 'static>(
+        &self,
+        config: ToolLoopConfig,
+        registry: &ToolRegistry<Ctx>,
+    ) -> ToolLoopConfig {
+        let known: HashSet<String> = registry.definitions().into_iter().map(|d| d.name).collect();
+        let own = config.on_tool_call.clone();
+        let run = self.clone();
+        ToolLoopConfig {
+            on_tool_call: Some(Arc::new(move |call: &llm_stack::ToolCall| {
+                if let Some(stopped) = run.stopped() {
+                    return ToolApproval::Deny(stopped.reason());
+                }
+                if !known.contains(&call.name) {
+                    return run.invalid_call(call, &known);
+                }
+                match &own {
+                    Some(own) => own(call),
+                    None => ToolApproval::Approve,
+                }
+            })),
+            ..config
+        }
+    }
+
+    fn invalid_call(&self, call: &llm_stack::ToolCall, known: &HashSet<String>) -> ToolApproval {
+        let mut tools: Vec<String> = known.iter().cloned().collect();
+        tools.sort();
+        let event = StepEvent::InvalidToolCall(InvalidToolCall {
+            tool_name: call.name.clone(),
+            tool_call_id: Some(call.id.clone()),
+            internal_call_id: Some(call.id.clone()),
+            args: Some(call.arguments.to_string()),
+            available_tools: tools.clone(),
+            allowed_tools: tools,
+            tool_choice: None,
+        });
+        let decision = match self.ask_blocking(event) {
+            Err(stopped) => return ToolApproval::Deny(stopped.reason()),
+            // No plugin had an opinion: llm-stack answers the call with its
+            // own "unknown tool" error.
+            Ok(Decision { plugin: None, .. }) => return ToolApproval::Approve,
+            Ok(decision) => decision,
+        };
+        let plugin = decision.plugin.unwrap_or_else(|| Arc::from("hookbox"));
+        match decision.flow {
+            Flow::Retry(feedback) => ToolApproval::Deny(feedback),
+            Flow::Skip(reason) => ToolApproval::Deny(reason),
+            Flow::Repair(name) => {
+                let failure = FailClosed::new(
+                    &plugin,
+                    Cause::UnsupportedFlow,
+                    format!(
+                        "answered repair (to `{name}`) for a call to unknown tool `{}`; llm-stack cannot rename a tool call, answer retry instead",
+                        call.name
+                    ),
+                );
+                ToolApproval::Deny(self.stop(failure.into()).reason())
+            }
+            _ => {
+                let stopped = Stopped::Terminated {
+                    plugin: plugin.to_string(),
+                    event: EventKind::InvalidToolCall,
+                    reason: format!("failed the call to unknown tool `{}`", call.name),
+                };
+                ToolApproval::Deny(self.stop(stopped).reason())
+            }
+        }
+    }
+}
+
+/// An llm-stack provider with a hookbox run around each call; see
+/// [`GuardRun::provider`].
+pub struct GuardedProvider {
+    inner: Arc<dyn DynProvider>,
+    run: GuardRun,
+}
+
+fn stop_error(stopped: &Stopped) -> LlmError {
+    LlmError::Provider {
+        code: STOP_CODE.to_owned(),
+        message: stopped.reason(),
+        retryable: false,
+    }
+}
+
+impl GuardedProvider {
+    /// Asks completion-call; the params this call goes out with.
+    async fn before(&self, params: &ChatParams) -> Result<(ChatParams, String, u32), LlmError> {
+        if let Some(stopped) = self.run.stopped() {
+            return Err(stop_error(&stopped));
+        }
+        let turn = self.run.shared.turn.fetch_add(1, Ordering::Relaxed) + 1;
+        let prompt = map::prompt(&params.messages);
+        let call = StepEvent::CompletionCall(CompletionCall {
+            prompt: prompt.clone(),
+            history: params.messages.iter().map(map::message).collect(),
+            turn,
+        });
+        let decision = self.run.ask(call).await.map_err(|s| stop_error(&s))?;
+        let patched = match decision.flow {
+            Flow::PatchRequest(patch) => {
+                let plugin = decision.plugin.unwrap_or_else(|| Arc::from("hookbox"));
+                map::apply_patch(patch, params, &plugin)
+                    .map_err(|failure| stop_error(&self.run.stop(failure.into())))?
+            }
+            _ => params.clone(),
+        };
+        Ok((patched, prompt, turn))
+    }
+}
+
+/// Asks stream-response-finish and model-turn-finished for a finished
+/// answer.
+async fn finished(
+    run: &GuardRun,
+    prompt: String,
+    turn: u32,
+    content: String,
+    usage: &Usage,
+) -> Result<(), LlmError> {
+    let usage = Some(hookbox::Usage {
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+    });
+    let response = ModelResponse {
+        content: content.clone(),
+        usage,
+    };
+    run.ask(StepEvent::StreamResponseFinish(StreamResponseFinish {
+        prompt,
+        response,
+    }))
+    .await
+    .map_err(|s| stop_error(&s))?;
+    run.ask(StepEvent::ModelTurnFinished(ModelTurnFinished {
+        turn,
+        content,
+        usage,
+    }))
+    .await
+    .map_err(|s| stop_error(&s))?;
+    Ok(())
+}
+
+impl Provider for GuardedProvider {
+    async fn generate(&self, params: &ChatParams) -> Result<ChatResponse, LlmError> {
+        let (params, prompt, turn) = self.before(params).await?;
+        let response = self.inner.generate_boxed(&params).await?;
+        let text = response.text().unwrap_or_default().to_owned();
+        finished(&self.run, prompt, turn, text, &response.usage).await?;
+        Ok(response)
+    }
+
+    async fn stream(&self, params: &ChatParams) -> Result<ChatStream, LlmError> {
+        let (params, prompt, turn) = self.before(params).await?;
+        let inner = self.inner.stream_boxed(&params).await?;
+        let state = Streaming {
+            inner,
+            run: self.run.clone(),
+            prompt,
+            turn,
+            text: String::new(),
+            usage: Usage::default(),
+            ended: false,
+        };
+        Ok(Box::pin(futures_util::stream::unfold(
+            state,
+            Streaming::next,
+        )))
+    }
+
+    fn metadata(&self) -> ProviderMetadata {
+        self.inner.metadata()
+    }
+}
+
+/// A model's stream with the stack asked about each delta and its end.
+struct Streaming {
+    inner: ChatStream,
+    run: GuardRun,
+    prompt: String,
+    turn: u32,
+    text: String,
+    usage: Usage,
+    ended: bool,
+}
+
+impl Streaming {
+    async fn next(mut self) -> Option<(Result<StreamEvent, LlmError>, Streaming)> {
+        if self.ended {
+            return None;
+        }
+        let event = match self.inner.next().await? {
+            Ok(event) => event,
+            Err(e) => return Some((Err(e), self)),
+        };
+        let asked = match &event {
+            StreamEvent::TextDelta(delta) => {
+                self.text.push_str(delta);
+                self.run
+                    .ask(StepEvent::TextDelta(TextDelta {
+                        delta: delta.clone(),
+                        aggregated: self.text.clone(),
+                    }))
+                    .await
+                    .map(drop)
+                    .map_err(|s| stop_error(&s))
+            }
+            StreamEvent::ToolCallStart { index, id, name } => self
+                .run
+                .ask(StepEvent::ToolCallDelta(ToolCallDelta {
+                    tool_call_id: id.clone(),
+                    internal_call_id: index.to_string(),
+                    tool_name: Some(name.clone()),
+                    delta: String::new(),
+                }))
+                .await
+                .map(drop)
+                .map_err(|s| stop_error(&s)),
+            StreamEvent::ToolCallDelta { index, json_chunk } => self
+                .run
+                .ask(StepEvent::ToolCallDelta(ToolCallDelta {
+                    tool_call_id: String::new(),
+                    internal_call_id: index.to_string(),
+                    tool_name: None,
+                    delta: json_chunk.clone(),
+                }))
+                .await
+                .map(drop)
+                .map_err(|s| stop_error(&s)),
+            StreamEvent::Usage(usage) => {
+                self.usage = usage.clone();
+                Ok(())
+            }
+            StreamEvent::Done { .. } => {
+                finished(
+                    &self.run,
+                    std::mem::take(&mut self.prompt),
+                    self.turn,
+                    self.text.clone(),
+                    &self.usage,
+                )
+                .await
+            }
+            _ => Ok(()),
+        };
+        match asked {
+            Ok(()) => Some((Ok(event), self)),
+            Err(e) => {
+                self.ended = true;
+                Some((Err(e), self))
+            }
+        }
+    }
+}
+
+/// The tool-execution interceptor; see [`GuardRun::interceptor`].
+struct ToolGuard {
+    run: GuardRun,
+}
+
+impl<Ctx: Send + Sync + 'static> Interceptor<ToolExec<Ctx>> for ToolGuard {
+    fn intercept<'a>(
+        &'a self,
+        input: &'a ToolRequest,
+        next: Next<'a, ToolExec<Ctx>>,
+    ) -> Pin<Box<dyn Future<Output = ToolResponse> + Send + 'a>> {
+        Box::pin(self.guard(input, next))
+    }
+}
+
+impl ToolGuard {
+    async fn guard<Ctx: Send + Sync + 'static>(
+        &self,
+        input: &ToolRequest,
+        next: Next<'_, ToolExec<Ctx>>,
+    ) -> ToolResponse {
+        let refused = |stopped: Stopped| ToolResponse {
+            content: stopped.reason(),
+            is_error: true,
+        };
+        // The one canonical form: what the guards check is what the tool
+        // gets.
+        let raw = input.arguments.to_string();
+        let mut args = hookbox::json::canonical(&raw).unwrap_or(raw);
+        let call = StepEvent::ToolCall(ToolCall {
+            tool_name: input.name.clone(),
+            tool_call_id: Some(input.call_id.clone()),
+            internal_call_id: input.call_id.clone(),
+            args: args.clone(),
+        });
+        match self.run.ask(call).await {
+            Err(stopped) => return refused(stopped),
+            Ok(decision) => match decision.flow {
+                Flow::Skip(reason) => {
+                    return ToolResponse {
+                        content: reason,
+                        is_error: true,
+                    };
+                }
+                Flow::RewriteArgs(rewritten) => args = rewritten,
+                _ => {}
+            },
+        }
+        let Ok(arguments) = serde_json::from_str(&args) else {
+            // The stack hands on only JSON rewrites; this is a tool call
+            // whose own arguments were not JSON.
+            return ToolResponse {
+                content: "the tool call's arguments are not JSON".to_owned(),
+                is_error: true,
+            };
+        };
+        let request = ToolRequest {
+            name: input.name.clone(),
+            call_id: input.call_id.clone(),
+            arguments,
+        };
+        let response = next.run(&request).await;
+        let outcome = if response.is_error {
+            ToolOutcome::Error(ToolError {
+                kind: ToolErrorKind::Execution,
+                message: response.content.clone(),
+            })
+        } else {
+            ToolOutcome::Success
+        };
+        let result = StepEvent::ToolResult(ToolResult {
+            tool_name: input.name.clone(),
+            tool_call_id: Some(input.call_id.clone()),
+            internal_call_id: input.call_id.clone(),
+            args,
+            result: response.content.clone(),
+            outcome,
+            extensions: "{}".to_owned(),
+        });
+        match self.run.ask(result).await {
+            Err(stopped) => refused(stopped),
+            Ok(Decision {
+                flow: Flow::RewriteResult(text),
+                ..
+            }) => ToolResponse {
+                content: text,
+                is_error: response.is_error,
+            },
+            Ok(_) => response,
+        }
+    }
+}
