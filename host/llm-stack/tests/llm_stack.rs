@@ -86,6 +86,7 @@ fn model(script: Vec<llm_stack::ChatResponse>) -> Arc<MockProvider> {
 }
 
 /// One guarded tool loop, as an application writes it.
+#[allow(clippy::result_large_err, reason = "llm-stack's own error type")]
 async fn run(
     guard: &Guard,
     model: &Arc<MockProvider>,

@@ -1,6 +1,6 @@
 //! `hookbox serve`: a hookbox stack over HTTP/JSON, for agents in any
 //! language. The stack comes from a [`StackSource`]: a hot-reloaded plugin
-//! directory, or a fixed [`HookStack`] (WASM plugins and native hooks).
+//! directory, or a fixed [`hookbox::HookStack`] (WASM plugins and native hooks).
 //!
 //! | method and path | what |
 //! |---|---|
