@@ -1,0 +1,357 @@
+//! One test per row of hookbox-llm-stack's mapping table (src/lib.rs),
+//! through llm-stack's own tool loop: the puppet guest answers the flow the
+//! event's text names (`puppet:flow:<flow>:<payload>`), and each test
+//! checks what the loop then did.
+
+#![allow(clippy::result_large_err, reason = "llm-stack's own error type")]
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use hookbox::{
+    Cause, EventKind, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, Stopped,
+};
+use hookbox_llm_stack::Guard;
+use hookbox_tests::guests;
+use llm_stack::mock::MockProvider;
+use llm_stack::test_helpers::{mock_for, sample_response, sample_tool_response};
+use llm_stack::tool::{ToolError, ToolLoopResult, tool_fn, tool_loop};
+use llm_stack::{ChatMessage, ChatParams, JsonSchema, LlmError, StreamEvent, ToolCall};
+use llm_stack::{ToolDefinition, ToolLoopConfig, ToolRegistry};
+use serde_json::{Value, json};
+
+fn runtime() -> &'static Runtime {
+    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
+}
+
+/// The puppet, answering on the event kinds named (comma-separated).
+fn puppet(subscribe: &str) -> Guard {
+    let options = PluginOptions {
+        config: [("subscribe".to_owned(), subscribe.to_owned())].into(),
+        ..Default::default()
+    };
+    let plugin = Plugin::from_file(runtime(), guests::PUPPET.as_ref(), options).expect("puppet");
+    let mut stack = HookStack::new();
+    stack.push_plugin(Arc::new(plugin));
+    Guard::new(stack)
+}
+
+fn registry(names: &[&str]) -> (ToolRegistry<()>, Arc<Mutex<Vec<String>>>) {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let mut registry = ToolRegistry::new();
+    for name in names {
+        let (seen, name) = (ran.clone(), name.to_string());
+        registry.register(tool_fn(
+            ToolDefinition {
+                name: name.clone(),
+                description: "a test tool".into(),
+                parameters: JsonSchema::new(json!({"type": "object"})),
+                retry: None,
+            },
+            move |_: Value| {
+                seen.lock().unwrap().push(name.clone());
+                async { Ok::<_, ToolError>("secret stuff".to_owned()) }
+            },
+        ));
+    }
+    (registry, ran)
+}
+
+fn calls(names: &[&str]) -> llm_stack::ChatResponse {
+    sample_tool_response(
+        names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| ToolCall {
+                id: format!("c{i}"),
+                name: name.to_string(),
+                arguments: json!({}),
+            })
+            .collect(),
+    )
+}
+
+async fn run(
+    guard: &Guard,
+    model: &Arc<MockProvider>,
+    registry: &ToolRegistry<()>,
+    prompt: &str,
+) -> Result<ToolLoopResult, LlmError> {
+    let run = guard.start_run("test").expect("a run starts");
+    let params = ChatParams {
+        system: Some("You are plain.".into()),
+        messages: vec![ChatMessage::user(prompt)],
+        tools: Some(registry.definitions()),
+        ..Default::default()
+    };
+    let config = run.config(ToolLoopConfig::default(), registry);
+    tool_loop(
+        &run.provider(model.clone()),
+        &run.registry(registry),
+        params,
+        config,
+        &(),
+    )
+    .await
+}
+
+fn model(script: Vec<llm_stack::ChatResponse>) -> Arc<MockProvider> {
+    let mock = mock_for("mock", "mock-model");
+    for response in script {
+        mock.queue_response(response);
+    }
+    Arc::new(mock)
+}
+
+fn sent(model: &MockProvider, n: usize) -> String {
+    serde_json::to_string(&model.recorded_calls()[n]).unwrap()
+}
+
+fn stop_of(result: Result<ToolLoopResult, LlmError>) -> Stopped {
+    let err = result.expect_err("the loop stopped");
+    hookbox_llm_stack::stopped(&err).unwrap_or_else(|| panic!("not a hookbox stop: {err:?}"))
+}
+
+fn terminated(event: EventKind, reason: &str) -> Stopped {
+    Stopped::Terminated {
+        plugin: "puppet".into(),
+        event,
+        reason: reason.into(),
+    }
+}
+
+#[test]
+fn a_run_without_free_instance_slots_does_not_start() {
+    let runtime = Runtime::new(RuntimeConfig {
+        max_instances: 1,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut stack = HookStack::new();
+    for _ in 0..2 {
+        let plugin = Plugin::from_file(&runtime, guests::PUPPET.as_ref(), PluginOptions::default());
+        stack.push_plugin(Arc::new(plugin.unwrap()));
+    }
+    let Err(stop) = Guard::new(stack).start_run("r") else {
+        panic!("the run started");
+    };
+    assert!(
+        matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::Limit && &*f.plugin == "hookbox"),
+        "{stop}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn completion_call_patch_request_is_this_calls_params() {
+    let model = model(vec![sample_response("arr")]);
+    let (registry, _) = registry(&[]);
+    let prompt = "puppet:flow:patch-request:Speak like a pirate.";
+    run(&puppet("completion-call"), &model, &registry, prompt)
+        .await
+        .expect("run");
+    let system = model.recorded_calls()[0].system.clone();
+    assert_eq!(system.as_deref(), Some("Speak like a pirate."));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn completion_call_terminate_stops_before_the_model() {
+    let model = model(vec![sample_response("never")]);
+    let (registry, _) = registry(&[]);
+    let result = run(
+        &puppet("completion-call"),
+        &model,
+        &registry,
+        "puppet:flow:terminate:no",
+    )
+    .await;
+    assert_eq!(stop_of(result), terminated(EventKind::CompletionCall, "no"));
+    assert!(model.recorded_calls().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_call_delta_terminate_ends_the_stream() {
+    let mock = mock_for("mock", "mock-model");
+    mock.queue_stream(vec![
+        StreamEvent::ToolCallStart {
+            index: 0,
+            id: "c0".into(),
+            name: "noop".into(),
+        },
+        StreamEvent::ToolCallDelta {
+            index: 0,
+            json_chunk: "puppet:flow:terminate:d".into(),
+        },
+    ]);
+    let model = Arc::new(mock);
+    let (registry, ran) = registry(&["noop"]);
+    let result = run(&puppet("tool-call-delta"), &model, &registry, "go").await;
+    assert_eq!(stop_of(result), terminated(EventKind::ToolCallDelta, "d"));
+    assert!(ran.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stream_response_finish_terminate_stops_before_the_turns_tools() {
+    let model = model(vec![calls(&["noop"]), sample_response("never")]);
+    let (registry, ran) = registry(&["noop"]);
+    let result = run(
+        &puppet("stream-response-finish"),
+        &model,
+        &registry,
+        "puppet:flow:terminate:s",
+    )
+    .await;
+    assert_eq!(
+        stop_of(result),
+        terminated(EventKind::StreamResponseFinish, "s")
+    );
+    assert!(ran.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn model_turn_finished_terminate_stops_the_loop() {
+    let model = model(vec![sample_response("puppet:flow:terminate:t")]);
+    let (registry, _) = registry(&[]);
+    let result = run(&puppet("model-turn-finished"), &model, &registry, "go").await;
+    assert_eq!(
+        stop_of(result),
+        terminated(EventKind::ModelTurnFinished, "t")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_tool_call_skip_answers_the_call_with_the_reason() {
+    let model = model(vec![
+        calls(&["puppet:flow:skip:no such tool"]),
+        sample_response("done"),
+    ]);
+    let (registry, _) = registry(&["read_file"]);
+    run(&puppet("invalid-tool-call"), &model, &registry, "go")
+        .await
+        .expect("run");
+    assert!(
+        sent(&model, 1).contains("no such tool"),
+        "{}",
+        sent(&model, 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_tool_call_fail_ends_the_loop() {
+    let model = model(vec![calls(&["puppet:flow:fail"]), sample_response("never")]);
+    let (registry, _) = registry(&["read_file"]);
+    let result = run(&puppet("invalid-tool-call"), &model, &registry, "go").await;
+    let stop = stop_of(result);
+    assert!(
+        matches!(&stop, Stopped::Terminated { event: EventKind::InvalidToolCall, plugin, .. } if plugin == "puppet"),
+        "{stop}"
+    );
+    assert_eq!(model.recorded_calls().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_tool_call_terminate_ends_the_loop() {
+    let model = model(vec![
+        calls(&["puppet:flow:terminate:x"]),
+        sample_response("never"),
+    ]);
+    let (registry, _) = registry(&["read_file"]);
+    let result = run(&puppet("invalid-tool-call"), &model, &registry, "go").await;
+    assert_eq!(stop_of(result), terminated(EventKind::InvalidToolCall, "x"));
+    assert_eq!(model.recorded_calls().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_tool_call_with_no_plugin_answering_is_llm_stacks_to_answer() {
+    let model = model(vec![calls(&["nonexistent"]), sample_response("done")]);
+    let (registry, _) = registry(&["read_file"]);
+    run(&puppet("text-delta"), &model, &registry, "go")
+        .await
+        .expect("run");
+    assert!(
+        sent(&model, 1).contains("Unknown tool: nonexistent"),
+        "{}",
+        sent(&model, 1)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_call_terminate_runs_no_tool_of_the_turn_and_calls_no_model() {
+    // Two calls in one answer, run in parallel by llm-stack: the first one's
+    // terminate stops the second too.
+    let stop_tool = "puppet:flow:terminate:halt";
+    let model = model(vec![calls(&[stop_tool, "noop"]), sample_response("never")]);
+    let (registry, ran) = registry(&[stop_tool, "noop"]);
+    let result = run(&puppet("tool-call"), &model, &registry, "go").await;
+    assert_eq!(stop_of(result), terminated(EventKind::ToolCall, "halt"));
+    assert!(
+        ran.lock().unwrap().is_empty(),
+        "ran: {:?}",
+        ran.lock().unwrap()
+    );
+    assert_eq!(model.recorded_calls().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_result_rewrite_result_is_what_the_model_reads() {
+    let name = "puppet:flow:rewrite-result:all clean";
+    let model = model(vec![calls(&[name]), sample_response("done")]);
+    let (registry, ran) = registry(&[name]);
+    run(&puppet("tool-result"), &model, &registry, "go")
+        .await
+        .expect("run");
+    assert_eq!(ran.lock().unwrap().len(), 1);
+    let seen = sent(&model, 1);
+    assert!(
+        seen.contains("all clean") && !seen.contains("secret stuff"),
+        "{seen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tool_result_terminate_stops_before_the_model_reads_it() {
+    let name = "puppet:flow:terminate:leak";
+    let model = model(vec![calls(&[name]), sample_response("never")]);
+    let (registry, ran) = registry(&[name]);
+    let result = run(&puppet("tool-result"), &model, &registry, "go").await;
+    assert_eq!(stop_of(result), terminated(EventKind::ToolResult, "leak"));
+    assert_eq!(ran.lock().unwrap().len(), 1);
+    assert_eq!(model.recorded_calls().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_flow_the_event_does_not_honour_fails_closed() {
+    let model = model(vec![sample_response("never")]);
+    let (registry, _) = registry(&[]);
+    let result = run(
+        &puppet("completion-call"),
+        &model,
+        &registry,
+        "puppet:flow:skip:x",
+    )
+    .await;
+    let stop = stop_of(result);
+    assert!(
+        matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::UnsupportedFlow),
+        "{stop}"
+    );
+    assert!(model.recorded_calls().is_empty());
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_current_thread_runtime_works_too() {
+    // on_tool_call cannot leave the thread there: it asks in place.
+    let model = model(vec![
+        calls(&["puppet:flow:skip:not here"]),
+        sample_response("done"),
+    ]);
+    let (registry, _) = registry(&["read_file"]);
+    run(
+        &puppet("invalid-tool-call,tool-call"),
+        &model,
+        &registry,
+        "go",
+    )
+    .await
+    .expect("run");
+    assert!(sent(&model, 1).contains("not here"), "{}", sent(&model, 1));
+}
