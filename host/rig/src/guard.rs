@@ -1,11 +1,11 @@
 //! The `AgentHook`: one hookbox run per rig run, asked off the executor.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hookbox::watch::StackSource;
-use hookbox::{Cause, Decision, EventKinds, FailClosed, Flow, Run, StepEvent, Stopped};
+use hookbox::{Cause, Decision, EventKind, EventKinds, FailClosed, Flow, Run, StepEvent, Stopped};
 use hookbox::{
     CompletionCall, CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished,
     StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta, ToolResult,
@@ -15,7 +15,8 @@ use rig_agent::agent::{
     HookContext, InvalidToolCallAction, ModelTurnAction, ObservationAction, OutcomeAction,
     OutcomeEvent, RunSettled, RunStart, RunStartAction,
 };
-use rig_agent::run::InvalidToolCallContext;
+use rig_agent::run::{InvalidToolCallContext, InvalidToolCallReason};
+use rig_core::completion::message::ToolChoice as RigToolChoice;
 use rig_core::effect::{Answered, EffectKind};
 
 use crate::map;
@@ -40,21 +41,26 @@ struct Inner {
     /// Tells this guard's runs apart from another guard's in rig's per-run
     /// scratchpad.
     id: u64,
-    /// Held while a run is looked up or opened, so parallel tool calls of a
-    /// resumed run open one hookbox run, not two.
-    opening: Mutex<()>,
 }
+
+/// Held while a run is looked up or opened, by every guard: rig's
+/// scratchpad update is a remove and a re-insert, so two guards (or two
+/// parallel tool calls of a resumed run) opening at once could lose one.
+static OPENING: Mutex<()> = Mutex::new(());
 
 /// This guard's hookbox runs for one rig run, in rig's per-run scratchpad:
 /// dropped with it, even when the caller drops the run midway.
 #[derive(Clone, Default)]
-struct Runs(BTreeMap<u64, Arc<Mutex<GuardRun>>>);
+struct Runs(BTreeMap<u64, Arc<GuardRun>>);
 
 struct GuardRun {
     /// `Err`: the run could not start (no instance slots free).
-    run: Result<Run, FailClosed>,
+    run: Result<Mutex<Run>, FailClosed>,
     /// What the run's stack subscribed to: other events skip the thread hop.
     wants: EventKinds,
+    /// Set once the run has ended: every later event is asked, so it gets
+    /// the end again, even one no plugin subscribes to.
+    over: AtomicBool,
 }
 
 impl Guard {
@@ -66,15 +72,14 @@ impl Guard {
             inner: Arc::new(Inner {
                 source: source.into(),
                 id: IDS.fetch_add(1, Ordering::Relaxed),
-                opening: Mutex::new(()),
             }),
         }
     }
 
     /// This rig run's hookbox run, opened on the newest snapshot when it
     /// has none yet.
-    fn run(&self, ctx: &HookContext) -> Arc<Mutex<GuardRun>> {
-        let _opening = self.inner.opening.lock().unwrap_or_else(|e| e.into_inner());
+    fn run(&self, ctx: &HookContext) -> Arc<GuardRun> {
+        let _opening = OPENING.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(run) = ctx
             .scratchpad()
             .get::<Runs>()
@@ -86,29 +91,33 @@ impl Guard {
         let run = snapshot
             .stack
             .try_start_run(format!("rig-{}", ctx.run_id()))
+            .map(Mutex::new)
             .map_err(|busy| FailClosed::new(&Arc::from("hookbox"), Cause::Limit, busy.to_string()));
-        let run = Arc::new(Mutex::new(GuardRun {
+        let run = Arc::new(GuardRun {
             run,
             wants: snapshot.stack.subscriptions(),
-        }));
+            over: AtomicBool::new(false),
+        });
         ctx.scratchpad()
             .update::<Runs, _>(|runs| runs.0.insert(self.inner.id, run.clone()));
         run
     }
 
+    /// Whether any plugin of this rig run's stack subscribes to `kind`.
+    fn wants(&self, ctx: &HookContext, kind: EventKind) -> bool {
+        self.run(ctx).wants.contains(kind)
+    }
+
     /// Asks the stack about `event`. `Err` is how the run ends: a
-    /// fail-closed or a terminate.
+    /// fail-closed or a terminate (or, once a plugin failed an invalid tool
+    /// call, any later event).
     async fn ask(&self, ctx: &HookContext, event: StepEvent) -> Result<Decision, Stopped> {
         let kind = event.kind();
         let run = self.run(ctx);
-        let wanted = {
-            let guard = run.lock().unwrap_or_else(|e| e.into_inner());
-            if let Err(failure) = &guard.run {
-                return Err(Stopped::FailedClosed(failure.clone()));
-            }
-            guard.wants.contains(kind)
-        };
-        if !wanted {
+        if let Err(failure) = &run.run {
+            return Err(Stopped::FailedClosed(failure.clone()));
+        }
+        if !run.wants.contains(kind) && !run.over.load(Ordering::Acquire) {
             return Ok(Decision::new(kind.default_flow()));
         }
         let hook_ctx = hookbox::HookContext {
@@ -117,23 +126,32 @@ impl Guard {
             is_streaming: ctx.is_streaming(),
             agent_name: ctx.agent_name().map(str::to_owned),
         };
-        let ask = move || {
-            let mut guard = run.lock().unwrap_or_else(|e| e.into_inner());
-            match &mut guard.run {
-                Ok(run) => run.dispatch(&hook_ctx, &event),
-                Err(failure) => Err(failure.clone()),
+        let ask = move || match &run.run {
+            Ok(live) => {
+                let mut live = live.lock().unwrap_or_else(|e| e.into_inner());
+                let outcome = live.dispatch(&hook_ctx, &event);
+                run.over.store(live.is_over(), Ordering::Release);
+                outcome
             }
+            Err(failure) => Err(failure.clone()),
         };
-        let outcome = off_executor(ask).await;
-        match outcome {
-            Ok(decision) if !matches!(decision.flow, Flow::Terminate(_)) => Ok(decision),
-            ended => Err(Stopped::of(&ended, kind).unwrap_or_else(|| {
-                Stopped::FailedClosed(FailClosed::new(
-                    &Arc::from("hookbox"),
-                    Cause::Trap,
-                    "unreachable",
-                ))
-            })),
+        match off_executor(ask).await {
+            Err(failure) => Err(Stopped::FailedClosed(failure)),
+            Ok(decision) => match &decision.flow {
+                Flow::Terminate(reason) => Err(Stopped::Terminated {
+                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
+                    event: kind,
+                    reason: reason.clone(),
+                }),
+                // The run ended on a failed invalid tool call: rig failed
+                // the run then; anything still asked gets the same end.
+                Flow::Fail if kind != EventKind::InvalidToolCall => Err(Stopped::Terminated {
+                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
+                    event: EventKind::InvalidToolCall,
+                    reason: "the stack failed an invalid tool call, which ended the run".to_owned(),
+                }),
+                _ => Ok(decision),
+            },
         }
     }
 }
@@ -163,9 +181,7 @@ impl AgentHook for Guard {
     async fn on_run_start(&self, ctx: &HookContext, _event: RunStart<'_>) -> RunStartAction {
         // Opens the run now: a run that cannot have its instances stops
         // before the model is called.
-        let run = self.run(ctx);
-        let guard = run.lock().unwrap_or_else(|e| e.into_inner());
-        match &guard.run {
+        match &self.run(ctx).run {
             Ok(_) => RunStartAction::Continue,
             Err(failure) => RunStartAction::Stop(Stopped::from(failure.clone()).reason()),
         }
@@ -225,6 +241,17 @@ impl AgentHook for Guard {
         ctx: &HookContext,
         event: &InvalidToolCallContext,
     ) -> Option<InvalidToolCallAction> {
+        // Arguments that are not a JSON object are not an invalid tool call
+        // in hookbox's sense (a tool unknown or not allowed): rig answers
+        // them with its own feedback. And with no plugin subscribed, rig's
+        // own policy (and later hooks) decide.
+        if matches!(
+            event.reason,
+            InvalidToolCallReason::MalformedArguments { .. }
+        ) || !self.wants(ctx, EventKind::InvalidToolCall)
+        {
+            return None;
+        }
         let invalid = StepEvent::InvalidToolCall(InvalidToolCall {
             tool_name: event.tool_name.clone(),
             tool_call_id: event.tool_call_id.as_ref().map(|id| id.wire().into_owned()),
@@ -234,17 +261,35 @@ impl AgentHook for Guard {
             allowed_tools: event.allowed_tools.clone(),
             tool_choice: event.tool_choice.as_ref().map(map::tool_choice),
         });
-        match self.ask(ctx, invalid).await {
-            Err(stopped) => Some(InvalidToolCallAction::stop(stopped.reason())),
-            // No plugin had an opinion: rig's own policy (and later hooks)
-            // decide.
-            Ok(Decision { plugin: None, .. }) => None,
-            Ok(decision) => Some(match decision.flow {
-                Flow::Retry(feedback) => InvalidToolCallAction::retry(feedback),
-                Flow::Repair(tool_name) => InvalidToolCallAction::repair(tool_name),
-                Flow::Skip(reason) => InvalidToolCallAction::skip(reason),
-                _ => InvalidToolCallAction::fail(),
-            }),
+        let decision = match self.ask(ctx, invalid).await {
+            Err(stopped) => return Some(InvalidToolCallAction::stop(stopped.reason())),
+            Ok(decision) => decision,
+        };
+        // What rig would refuse is refused here, naming the plugin: rig
+        // would end the run with its own error instead.
+        let refuse = |detail: String| {
+            let plugin = decision
+                .plugin
+                .clone()
+                .unwrap_or_else(|| Arc::from("hookbox"));
+            let failure = FailClosed::new(&plugin, Cause::UnsupportedFlow, detail);
+            Some(InvalidToolCallAction::stop(Stopped::from(failure).reason()))
+        };
+        match decision.flow {
+            Flow::Retry(feedback) => Some(InvalidToolCallAction::retry(feedback)),
+            Flow::Repair(tool_name) if !event.allowed_tools.contains(&tool_name) => refuse(format!(
+                "repaired the call to `{}` into `{tool_name}`, which is not a tool this turn allows",
+                event.tool_name
+            )),
+            Flow::Repair(tool_name) => Some(InvalidToolCallAction::repair(tool_name)),
+            Flow::Skip(_) if matches!(event.tool_choice, Some(RigToolChoice::None)) => refuse(
+                "skipped an invalid tool call on a turn whose tool choice is none; rig cannot record a result for it"
+                    .to_owned(),
+            ),
+            Flow::Skip(reason) => Some(InvalidToolCallAction::skip(reason)),
+            // Every subscribed plugin continued, or one answered fail: the
+            // stack's answer is fail.
+            _ => Some(InvalidToolCallAction::fail()),
         }
     }
 

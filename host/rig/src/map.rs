@@ -150,16 +150,22 @@ fn tool_error_kind(kind: RigToolErrorKind) -> ToolErrorKind {
 /// JSON, text stays text. `Err` (what a guard is told) when JSON output
 /// was rewritten into text that is not JSON.
 pub fn rewritten_output(before: &ToolOutput, text: String) -> Result<ToolOutput, String> {
-    if before.as_json().is_none() {
+    if before.as_json().is_some() {
+        return match serde_json::from_str(&text) {
+            Ok(value) => Ok(ToolOutput::json(value)),
+            Err(_) => Err(
+                "rewrote a JSON tool output into text that is not JSON; rig passes the tool's output on as JSON, so a rewrite must be JSON too"
+                    .to_owned(),
+            ),
+        };
+    }
+    if before.as_text().is_some() {
         return Ok(ToolOutput::text(text));
     }
-    match serde_json::from_str(&text) {
-        Ok(value) => Ok(ToolOutput::json(value)),
-        Err(_) => Err(
-            "rewrote a JSON tool output into text that is not JSON; rig passes the tool's output on as JSON, so a rewrite must be JSON too"
-                .to_owned(),
-        ),
-    }
+    Err(
+        "rewrote a tool output of several parts (or an image) into text, which would drop the parts rig passes on; such an output can be kept or the run stopped"
+            .to_owned(),
+    )
 }
 
 /// A hookbox request patch as rig's, for this turn.
@@ -263,7 +269,54 @@ fn patched_history(
             }
         }));
     }
+    let kept = |original: &Arc<RigMessage>| out.iter().any(|m| Arc::ptr_eq(m, original));
+    if let Some(id) = broken_pair(history, kept) {
+        return Err(FailClosed::new(
+            plugin,
+            Cause::UnsupportedFlow,
+            format!(
+                "patched the history so that tool call `{id}` and its result no longer go together (one kept, the other changed or dropped); a provider refuses a result without its call and a call without its result"
+            ),
+        ));
+    }
     Ok(out)
+}
+
+/// A tool call id of `history` whose call and result are not both kept (or
+/// both dropped) by a patch.
+fn broken_pair(
+    history: &[Arc<RigMessage>],
+    kept: impl Fn(&Arc<RigMessage>) -> bool,
+) -> Option<String> {
+    // For each call id: (call kept, result kept), when the history has both.
+    let mut calls: HashMap<String, bool> = HashMap::new();
+    let mut results: HashMap<String, bool> = HashMap::new();
+    for message in history {
+        let keep = kept(message);
+        match &**message {
+            RigMessage::Assistant(turn) => {
+                for call in turn.tool_calls() {
+                    calls.insert(call.id.wire().into_owned(), keep);
+                }
+            }
+            RigMessage::User { content } => {
+                for part in content {
+                    if let UserContent::ToolResult(result) = part {
+                        results.insert(result.call.wire().into_owned(), keep);
+                    }
+                }
+            }
+            RigMessage::System { .. } => {}
+        }
+    }
+    calls
+        .into_iter()
+        .find(|(id, call_kept)| {
+            results
+                .get(id)
+                .is_some_and(|result_kept| result_kept != call_kept)
+        })
+        .map(|(id, _)| id)
 }
 
 #[cfg(test)]
@@ -298,6 +351,33 @@ mod tests {
             "the tool call keeps its structure"
         );
         assert_eq!(*out[2], RigMessage::user("secret [redacted]"));
+    }
+
+    #[test]
+    fn a_patch_that_separates_a_call_from_its_result_is_refused() {
+        let call =
+            RigMessage::Assistant(rig_core::completion::message::AssistantMessage::new(vec![
+                AssistantContent::tool_call(
+                    "c1",
+                    ToolName::new("read").unwrap(),
+                    serde_json::json!({}),
+                ),
+            ]));
+        let call_id = match &call {
+            RigMessage::Assistant(turn) => turn.tool_calls().next().unwrap().id.clone(),
+            _ => unreachable!(),
+        };
+        let result = RigMessage::tool_result(call_id, ToolName::new("read").unwrap(), "text");
+        let history: Vec<Arc<RigMessage>> = vec![Arc::new(call), Arc::new(result)];
+        // The call rewritten as text, its result kept as it was.
+        let mut patched: Vec<Message> = history.iter().map(|m| message(m)).collect();
+        patched[0].content = "I looked at a file.".into();
+        let err = patched_history(patched, &history, &plugin()).unwrap_err();
+        assert!(err.detail.contains("`c1`"), "{}", err.detail);
+        // Both dropped, or both kept: fine.
+        let both: Vec<Message> = history.iter().map(|m| message(m)).collect();
+        assert!(patched_history(both, &history, &plugin()).is_ok());
+        assert!(patched_history(vec![], &history, &plugin()).is_ok());
     }
 
     #[test]

@@ -101,7 +101,7 @@ async fn a_skipped_call_never_runs_and_the_model_reads_why() {
 }
 
 #[tokio::test]
-async fn the_tool_runs_with_the_rewritten_arguments_in_canonical_form() {
+async fn the_tool_runs_with_the_rewritten_arguments() {
     let model = MockCompletionModel::from_turns([
         MockTurn::tool_call(
             "c1",
@@ -387,4 +387,53 @@ async fn a_run_keeps_its_snapshot_when_the_directory_reloads_mid_run() {
         "a new run did not take the new snapshot"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A model turn calling `name` with `text` as its raw arguments.
+fn raw_call(name: &str, text: &str) -> MockTurn {
+    use rig_core::completion::message::{AssistantContent, ToolCall, ToolFunction};
+    let function = ToolFunction::parse(ToolName::new(name).unwrap(), text);
+    MockTurn::from_contents([AssistantContent::ToolCall(ToolCall::from_wire(
+        "c1", function,
+    ))])
+}
+
+#[tokio::test]
+async fn escaped_arguments_reach_the_guards_decoded() {
+    // `\u002d` is `-`: a text check on the raw arguments would miss it.
+    let model = MockCompletionModel::from_turns([
+        raw_call("shell", r#"{"cmd":  "rm \u002drf /"}"#),
+        MockTurn::text("done"),
+    ]);
+    let (shell, ran) = tool("shell", ToolOutput::text("ran"));
+    let agent = AgentBuilder::new(model.clone())
+        .dynamic_tool(shell)
+        .add_hook(guard(&[plugin(guests::DENY_TOOLS, &[])]))
+        .build();
+    agent.prompt("go").max_turns(3).await.expect("run");
+    assert!(ran.lock().unwrap().is_empty(), "the escaped command ran");
+    assert!(
+        sent(&model, 1).contains("denied by policy"),
+        "{}",
+        sent(&model, 1)
+    );
+}
+
+#[tokio::test]
+async fn arguments_that_are_not_json_are_rigs_to_answer() {
+    // repair-tools answers every invalid tool call; arguments that are not
+    // a JSON object are not one (the tool is known), so rig gives the model
+    // its own feedback and the run goes on.
+    let model = MockCompletionModel::from_turns([
+        raw_call("read_file", "{not json"),
+        MockTurn::text("done"),
+    ]);
+    let (read, ran) = tool("read_file", ToolOutput::text("contents"));
+    let agent = AgentBuilder::new(model.clone())
+        .dynamic_tool(read)
+        .add_hook(guard(&[plugin(guests::REPAIR_TOOLS, &[])]))
+        .build();
+    let answer = agent.prompt("read").max_turns(3).await.expect("run");
+    assert_eq!(answer.output(), "done");
+    assert!(ran.lock().unwrap().is_empty());
 }

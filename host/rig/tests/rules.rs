@@ -272,6 +272,46 @@ async fn invalid_tool_call_fail_is_rigs_unknown_tool_error() {
 }
 
 #[tokio::test]
+async fn invalid_tool_call_every_plugin_continuing_is_fail() {
+    // The puppet subscribes and continues (`other` is no command of its):
+    // the stack's answer is fail, whatever rig's own policy.
+    let (result, _) = invalid_call("other", puppet("invalid-tool-call")).await;
+    assert!(
+        matches!(result, Err(PromptError::UnknownToolCall { .. })),
+        "{result:?}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_tool_call_repair_to_a_tool_not_allowed_fails_closed() {
+    let (result, _) = invalid_call(
+        "puppet:flow:repair:rm_everything",
+        puppet("invalid-tool-call"),
+    )
+    .await;
+    let stop = stop_of(result);
+    assert!(
+        matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::UnsupportedFlow && &*f.plugin == "puppet"),
+        "{stop}"
+    );
+}
+
+#[tokio::test]
+async fn invalid_tool_call_repair_runs_the_named_tool() {
+    let model = MockCompletionModel::from_turns([
+        MockTurn::tool_call("c1", "puppet:flow:repair:read_file", json!({"path": "a"})),
+        MockTurn::text("done"),
+    ]);
+    let (read, ran) = tool("read_file", ToolOutput::text("contents"));
+    let agent = AgentBuilder::new(model)
+        .dynamic_tool(read)
+        .add_hook(puppet("invalid-tool-call"))
+        .build();
+    agent.prompt("read").max_turns(3).await.expect("run");
+    assert_eq!(*ran.lock().unwrap(), vec![json!({"path": "a"})]);
+}
+
+#[tokio::test]
 async fn invalid_tool_call_retry_reprompts_with_the_feedback() {
     let (result, model) = invalid_call(
         "puppet:flow:retry:call read_file instead",
