@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig};
 use hookbox_tests::guests;
 use llm_stack::test_helpers::{mock_for, sample_response, sample_tool_response};
-use llm_stack::tool::{ToolError, tool_fn, tool_loop};
+use llm_stack::tool::{ToolError, tool_fn};
 use llm_stack::{ChatMessage, ChatParams, ContentBlock, JsonSchema, ToolCall, ToolDefinition};
 use llm_stack::{ToolLoopConfig, ToolRegistry};
 use serde_json::{Value, json};
@@ -78,11 +78,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tools: Some(registry.definitions()),
         ..Default::default()
     };
-    let done = tool_loop(
-        &run.provider(model.clone()),
-        &run.registry(&registry),
+    let done = hookbox_llm_stack::tool_loop(
+        &run,
+        model.clone(),
+        &registry,
         params,
-        run.config(ToolLoopConfig::default(), &registry),
+        ToolLoopConfig::default(),
         &(),
     )
     .await?;

@@ -6,18 +6,19 @@
     reason = "llm-stack's own error type, passed on as llm-stack returns it"
 )]
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use hookbox::watch::StackSource;
 use hookbox::{Cause, Decision, EventKind, EventKinds, FailClosed, Flow, Run, StepEvent, Stopped};
 use hookbox::{
-    CompletionCall, InvalidToolCall, ModelResponse, ModelTurnFinished, StreamResponseFinish,
-    TextDelta, ToolCall, ToolCallDelta, ToolError, ToolErrorKind, ToolOutcome, ToolResult,
+    CompletionCall, CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished,
+    StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta, ToolError, ToolErrorKind,
+    ToolOutcome, ToolResult,
 };
 use llm_stack::intercept::{
     Interceptor, InterceptorStack, Next, ToolExec, ToolRequest, ToolResponse,
@@ -69,6 +70,8 @@ impl Guard {
                 run: Mutex::new(run),
                 wants: snapshot.stack.subscriptions(),
                 turn: AtomicU32::new(0),
+                streaming: AtomicBool::new(true),
+                allowed: Mutex::new(None),
                 stopped: Mutex::new(None),
             }),
         })
@@ -89,6 +92,13 @@ struct Shared {
     wants: EventKinds,
     /// Model calls so far.
     turn: AtomicU32,
+    /// Whether the model call under way streams (llm-stack's loop always
+    /// does; a direct `generate` does not).
+    streaming: AtomicBool,
+    /// The tools this turn's request let the model call, when a request
+    /// narrowed them (its tools, or a tool choice of none): a call to any
+    /// other is an invalid tool call, not a call llm-stack would run.
+    allowed: Mutex<Option<HashSet<String>>>,
     /// Set once: why the run ended. Everything after it refuses.
     stopped: Mutex<Option<Stopped>>,
 }
@@ -116,8 +126,7 @@ impl GuardRun {
         let run = self.shared.run.lock().unwrap_or_else(|e| e.into_inner());
         hookbox::HookContext {
             turn: self.shared.turn.load(Ordering::Relaxed),
-            // llm-stack's loop always streams from the provider.
-            is_streaming: true,
+            is_streaming: self.shared.streaming.load(Ordering::Relaxed),
             ..run.current_context().clone()
         }
     }
@@ -175,9 +184,37 @@ impl GuardRun {
     }
 
     fn settle(&self, outcome: hookbox::Outcome, kind: EventKind) -> Result<Decision, Stopped> {
-        match Stopped::of(&outcome, kind) {
-            Some(stopped) => Err(self.stop(stopped)),
-            None => outcome.map_err(|failure| self.stop(failure.into())),
+        match outcome {
+            Err(failure) => Err(self.stop(failure.into())),
+            Ok(decision) => match &decision.flow {
+                Flow::Terminate(reason) => Err(self.stop(Stopped::Terminated {
+                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
+                    event: kind,
+                    reason: reason.clone(),
+                })),
+                // A fail ends the run: the stack's answer to an invalid
+                // tool call, or (asked again after it) the run's end.
+                Flow::Fail => Err(self.stop(Stopped::Terminated {
+                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
+                    event: EventKind::InvalidToolCall,
+                    reason: "the stack failed an invalid tool call, which ends the run".to_owned(),
+                })),
+                _ => Ok(decision),
+            },
+        }
+    }
+
+    /// `result` as the caller should take it: a loop that llm-stack ended
+    /// on its own terms (its iteration limit, its timeout) after the stack
+    /// had stopped the run is the stop, not a result.
+    ///
+    /// # Errors
+    /// `result`'s own error, or the stop (`LlmError::Provider` with code
+    /// `hookbox`).
+    pub fn check<T>(&self, result: Result<T, LlmError>) -> Result<T, LlmError> {
+        match (result, self.stopped()) {
+            (Ok(_), Some(stopped)) => Err(stop_error(&stopped)),
+            (result, _) => result,
         }
     }
 
@@ -196,7 +233,11 @@ impl GuardRun {
 
     /// The tool-execution interceptor: tool-call before each tool (skip,
     /// rewrite-args, terminate) and tool-result after it (rewrite-result,
-    /// terminate). Add it first (outermost) to your own interceptors.
+    /// terminate). What the guards check is what runs only if no
+    /// interceptor inside it (added after it) changes the arguments, and
+    /// what the model reads is what they rewrote only if none outside it
+    /// (added before it) changes the result: add it alone, or last with
+    /// outer interceptors that leave results be.
     pub fn interceptor<Ctx: Send + Sync + 'static>(&self) -> Arc<dyn Interceptor<ToolExec<Ctx>>> {
         Arc::new(ToolGuard { run: self.clone() })
     }
@@ -233,7 +274,7 @@ impl GuardRun {
                 if let Some(stopped) = run.stopped() {
                     return ToolApproval::Deny(stopped.reason());
                 }
-                if !known.contains(&call.name) {
+                if !known.contains(&call.name) || !run.allows(&call.name) {
                     return run.invalid_call(call, &known);
                 }
                 match &own {
@@ -245,23 +286,49 @@ impl GuardRun {
         }
     }
 
+    /// Whether this turn's request let the model call `tool`.
+    fn allows(&self, tool: &str) -> bool {
+        let allowed = self
+            .shared
+            .allowed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        allowed.as_ref().is_none_or(|set| set.contains(tool))
+    }
+
     fn invalid_call(&self, call: &llm_stack::ToolCall, known: &HashSet<String>) -> ToolApproval {
-        let mut tools: Vec<String> = known.iter().cloned().collect();
-        tools.sort();
+        let mut available: Vec<String> = known.iter().cloned().collect();
+        available.sort();
+        let allowed: Vec<String> = available
+            .iter()
+            .filter(|t| self.allows(t))
+            .cloned()
+            .collect();
+        if !self.wants(EventKind::InvalidToolCall) {
+            // No plugin has an opinion: llm-stack answers a call to an
+            // unknown tool itself; a known tool the request did not offer
+            // is refused (llm-stack would run it).
+            return if known.contains(&call.name) {
+                ToolApproval::Deny(format!(
+                    "`{}` is not a tool you may call now; call one of: {}",
+                    call.name,
+                    allowed.join(", ")
+                ))
+            } else {
+                ToolApproval::Approve
+            };
+        }
         let event = StepEvent::InvalidToolCall(InvalidToolCall {
             tool_name: call.name.clone(),
             tool_call_id: Some(call.id.clone()),
             internal_call_id: Some(call.id.clone()),
             args: Some(call.arguments.to_string()),
-            available_tools: tools.clone(),
-            allowed_tools: tools,
+            available_tools: available,
+            allowed_tools: allowed,
             tool_choice: None,
         });
         let decision = match self.ask_blocking(event) {
             Err(stopped) => return ToolApproval::Deny(stopped.reason()),
-            // No plugin had an opinion: llm-stack answers the call with its
-            // own "unknown tool" error.
-            Ok(Decision { plugin: None, .. }) => return ToolApproval::Approve,
             Ok(decision) => decision,
         };
         let plugin = decision.plugin.unwrap_or_else(|| Arc::from("hookbox"));
@@ -279,11 +346,13 @@ impl GuardRun {
                 );
                 ToolApproval::Deny(self.stop(failure.into()).reason())
             }
+            // Every subscribed plugin continued, or one answered fail: the
+            // stack's answer is fail, which ends the run.
             _ => {
                 let stopped = Stopped::Terminated {
                     plugin: plugin.to_string(),
                     event: EventKind::InvalidToolCall,
-                    reason: format!("failed the call to unknown tool `{}`", call.name),
+                    reason: format!("failed the invalid call to `{}`", call.name),
                 };
                 ToolApproval::Deny(self.stop(stopped).reason())
             }
@@ -306,13 +375,27 @@ fn stop_error(stopped: &Stopped) -> LlmError {
     }
 }
 
+/// One model call: its prompt and turn, as the guards were told.
+struct Call {
+    prompt: String,
+    turn: u32,
+}
+
 impl GuardedProvider {
     /// Asks completion-call; the params this call goes out with.
-    async fn before(&self, params: &ChatParams) -> Result<(ChatParams, String, u32), LlmError> {
+    async fn before(
+        &self,
+        params: &ChatParams,
+        streaming: bool,
+    ) -> Result<(ChatParams, Call), LlmError> {
         if let Some(stopped) = self.run.stopped() {
             return Err(stop_error(&stopped));
         }
         let turn = self.run.shared.turn.fetch_add(1, Ordering::Relaxed) + 1;
+        self.run
+            .shared
+            .streaming
+            .store(streaming, Ordering::Relaxed);
         let prompt = map::prompt(&params.messages);
         let call = StepEvent::CompletionCall(CompletionCall {
             prompt: prompt.clone(),
@@ -328,16 +411,22 @@ impl GuardedProvider {
             }
             _ => params.clone(),
         };
-        Ok((patched, prompt, turn))
+        *self
+            .run
+            .shared
+            .allowed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = map::allowed_tools(&patched);
+        Ok((patched, Call { prompt, turn }))
     }
 }
 
-/// Asks stream-response-finish and model-turn-finished for a finished
-/// answer.
+/// Asks the end of a model call: completion-response (or
+/// stream-response-finish), then model-turn-finished.
 async fn finished(
     run: &GuardRun,
-    prompt: String,
-    turn: u32,
+    call: Call,
+    streaming: bool,
     content: String,
     usage: &Usage,
 ) -> Result<(), LlmError> {
@@ -349,12 +438,14 @@ async fn finished(
         content: content.clone(),
         usage,
     };
-    run.ask(StepEvent::StreamResponseFinish(StreamResponseFinish {
-        prompt,
-        response,
-    }))
-    .await
-    .map_err(|s| stop_error(&s))?;
+    let prompt = call.prompt;
+    let answered = if streaming {
+        StepEvent::StreamResponseFinish(StreamResponseFinish { prompt, response })
+    } else {
+        StepEvent::CompletionResponse(CompletionResponse { prompt, response })
+    };
+    run.ask(answered).await.map_err(|s| stop_error(&s))?;
+    let turn = call.turn;
     run.ask(StepEvent::ModelTurnFinished(ModelTurnFinished {
         turn,
         content,
@@ -367,23 +458,23 @@ async fn finished(
 
 impl Provider for GuardedProvider {
     async fn generate(&self, params: &ChatParams) -> Result<ChatResponse, LlmError> {
-        let (params, prompt, turn) = self.before(params).await?;
+        let (params, call) = self.before(params, false).await?;
         let response = self.inner.generate_boxed(&params).await?;
         let text = response.text().unwrap_or_default().to_owned();
-        finished(&self.run, prompt, turn, text, &response.usage).await?;
+        finished(&self.run, call, false, text, &response.usage).await?;
         Ok(response)
     }
 
     async fn stream(&self, params: &ChatParams) -> Result<ChatStream, LlmError> {
-        let (params, prompt, turn) = self.before(params).await?;
+        let (params, call) = self.before(params, true).await?;
         let inner = self.inner.stream_boxed(&params).await?;
         let state = Streaming {
             inner,
             run: self.run.clone(),
-            prompt,
-            turn,
+            call: Some(call),
             text: String::new(),
             usage: Usage::default(),
+            calls: HashMap::new(),
             ended: false,
         };
         Ok(Box::pin(futures_util::stream::unfold(
@@ -401,10 +492,12 @@ impl Provider for GuardedProvider {
 struct Streaming {
     inner: ChatStream,
     run: GuardRun,
-    prompt: String,
-    turn: u32,
+    /// Until the end was asked about.
+    call: Option<Call>,
     text: String,
     usage: Usage,
+    /// Each streamed tool call's id, by its index.
+    calls: HashMap<u32, String>,
     ended: bool,
 }
 
@@ -413,58 +506,61 @@ impl Streaming {
         if self.ended {
             return None;
         }
-        let event = match self.inner.next().await? {
+        let Some(event) = self.inner.next().await else {
+            // A stream that stops without `Done` is still the end of the
+            // answer: the guards are asked about it all the same.
+            self.ended = true;
+            let call = self.call.take()?;
+            let text = std::mem::take(&mut self.text);
+            return match finished(&self.run, call, true, text, &self.usage).await {
+                Ok(()) => None,
+                Err(e) => Some((Err(e), self)),
+            };
+        };
+        let event = match event {
             Ok(event) => event,
             Err(e) => return Some((Err(e), self)),
         };
         let asked = match &event {
             StreamEvent::TextDelta(delta) => {
                 self.text.push_str(delta);
-                self.run
-                    .ask(StepEvent::TextDelta(TextDelta {
+                let aggregated = self.text.clone();
+                ask_delta(
+                    &self.run,
+                    StepEvent::TextDelta(TextDelta {
                         delta: delta.clone(),
-                        aggregated: self.text.clone(),
-                    }))
-                    .await
-                    .map(drop)
-                    .map_err(|s| stop_error(&s))
+                        aggregated,
+                    }),
+                )
+                .await
             }
-            StreamEvent::ToolCallStart { index, id, name } => self
-                .run
-                .ask(StepEvent::ToolCallDelta(ToolCallDelta {
+            StreamEvent::ToolCallStart { index, id, name } => {
+                self.calls.insert(*index, id.clone());
+                let delta = ToolCallDelta {
                     tool_call_id: id.clone(),
                     internal_call_id: index.to_string(),
                     tool_name: Some(name.clone()),
                     delta: String::new(),
-                }))
-                .await
-                .map(drop)
-                .map_err(|s| stop_error(&s)),
-            StreamEvent::ToolCallDelta { index, json_chunk } => self
-                .run
-                .ask(StepEvent::ToolCallDelta(ToolCallDelta {
-                    tool_call_id: String::new(),
+                };
+                ask_delta(&self.run, StepEvent::ToolCallDelta(delta)).await
+            }
+            StreamEvent::ToolCallDelta { index, json_chunk } => {
+                let delta = ToolCallDelta {
+                    tool_call_id: self.calls.get(index).cloned().unwrap_or_default(),
                     internal_call_id: index.to_string(),
                     tool_name: None,
                     delta: json_chunk.clone(),
-                }))
-                .await
-                .map(drop)
-                .map_err(|s| stop_error(&s)),
+                };
+                ask_delta(&self.run, StepEvent::ToolCallDelta(delta)).await
+            }
             StreamEvent::Usage(usage) => {
                 self.usage = usage.clone();
                 Ok(())
             }
-            StreamEvent::Done { .. } => {
-                finished(
-                    &self.run,
-                    std::mem::take(&mut self.prompt),
-                    self.turn,
-                    self.text.clone(),
-                    &self.usage,
-                )
-                .await
-            }
+            StreamEvent::Done { .. } => match self.call.take() {
+                Some(call) => finished(&self.run, call, true, self.text.clone(), &self.usage).await,
+                None => Ok(()),
+            },
             _ => Ok(()),
         };
         match asked {
@@ -475,6 +571,10 @@ impl Streaming {
             }
         }
     }
+}
+
+async fn ask_delta(run: &GuardRun, event: StepEvent) -> Result<(), LlmError> {
+    run.ask(event).await.map(drop).map_err(|s| stop_error(&s))
 }
 
 /// The tool-execution interceptor; see [`GuardRun::interceptor`].
@@ -512,18 +612,32 @@ impl ToolGuard {
             internal_call_id: input.call_id.clone(),
             args: args.clone(),
         });
+        let mut skipped = None;
         match self.run.ask(call).await {
             Err(stopped) => return refused(stopped),
             Ok(decision) => match decision.flow {
+                // The arguments the skipping hook saw (rewritten by earlier
+                // hooks, if they did) are the ones the result reports.
                 Flow::Skip(reason) => {
-                    return ToolResponse {
-                        content: reason,
-                        is_error: true,
-                    };
+                    if let Some(rewritten) = decision.rewritten {
+                        args = rewritten;
+                    }
+                    skipped = Some(reason);
                 }
                 Flow::RewriteArgs(rewritten) => args = rewritten,
                 _ => {}
             },
+        }
+        if let Some(reason) = skipped {
+            // Not run: the reason is the call's result, and the guards see
+            // that result like any other.
+            let response = ToolResponse {
+                content: reason.clone(),
+                is_error: true,
+            };
+            return self
+                .result(input, args, response, ToolOutcome::Skipped(reason))
+                .await;
         }
         let Ok(arguments) = serde_json::from_str(&args) else {
             // The stack hands on only JSON rewrites; this is a tool call
@@ -546,6 +660,21 @@ impl ToolGuard {
             })
         } else {
             ToolOutcome::Success
+        };
+        self.result(input, args, response, outcome).await
+    }
+
+    /// Asks tool-result about `response`: the response the model reads.
+    async fn result(
+        &self,
+        input: &ToolRequest,
+        args: String,
+        response: ToolResponse,
+        outcome: ToolOutcome,
+    ) -> ToolResponse {
+        let refused = |stopped: Stopped| ToolResponse {
+            content: stopped.reason(),
+            is_error: true,
         };
         let result = StepEvent::ToolResult(ToolResult {
             tool_name: input.name.clone(),

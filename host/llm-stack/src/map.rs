@@ -1,6 +1,6 @@
 //! Pure mappings between llm-stack's types and hookbox's: no I/O, no runs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use hookbox::{Cause, FailClosed, Message, RequestPatch, Role, ToolChoice};
@@ -41,6 +41,22 @@ pub fn prompt(messages: &[ChatMessage]) -> String {
         .find(|m| m.role == ChatRole::User)
         .map(|m| message(m).content)
         .unwrap_or_default()
+}
+
+/// The tools `params` lets the model call, when it narrows them: the tools
+/// it advertises, none under a tool choice of none, the one of a specific
+/// choice. `None` when it advertises no list (llm-stack then runs any tool
+/// of the registry).
+pub fn allowed_tools(params: &ChatParams) -> Option<HashSet<String>> {
+    match &params.tool_choice {
+        Some(LlmToolChoice::None) => return Some(HashSet::new()),
+        Some(LlmToolChoice::Specific(name)) => return Some(HashSet::from([name.clone()])),
+        _ => {}
+    }
+    params
+        .tools
+        .as_ref()
+        .map(|tools| tools.iter().map(|t| t.name.clone()).collect())
 }
 
 /// `params` with a hookbox request patch applied, for one model call.
@@ -165,7 +181,46 @@ fn patched_history(
             }
         });
     }
+    let kept = |original: &ChatMessage| out.contains(original);
+    if let Some(id) = broken_pair(messages, kept) {
+        return Err(FailClosed::new(
+            plugin,
+            Cause::UnsupportedFlow,
+            format!(
+                "patched the history so that tool call `{id}` and its result no longer go together (one kept, the other changed or dropped); a provider refuses a result without its call and a call without its result"
+            ),
+        ));
+    }
     Ok(out)
+}
+
+/// A tool call id of `messages` whose call and result are not both kept
+/// (or both dropped) by a patch.
+fn broken_pair(messages: &[ChatMessage], kept: impl Fn(&ChatMessage) -> bool) -> Option<String> {
+    let mut calls: HashMap<&str, bool> = HashMap::new();
+    let mut results: HashMap<&str, bool> = HashMap::new();
+    for message in messages {
+        let keep = kept(message);
+        for block in &message.content {
+            match block {
+                ContentBlock::ToolCall(call) => {
+                    calls.insert(&call.id, keep);
+                }
+                ContentBlock::ToolResult(result) => {
+                    results.insert(&result.tool_call_id, keep);
+                }
+                _ => {}
+            }
+        }
+    }
+    calls
+        .into_iter()
+        .find(|(id, call_kept)| {
+            results
+                .get(id)
+                .is_some_and(|result_kept| result_kept != call_kept)
+        })
+        .map(|(id, _)| id.to_owned())
 }
 
 #[cfg(test)]

@@ -103,7 +103,7 @@ async fn run(
         tools: Some(registry.definitions()),
         ..Default::default()
     };
-    let result = tool_loop(&provider, &tools, params, config, &()).await;
+    let result = run.check(tool_loop(&provider, &tools, params, config, &()).await);
     if let Err(err) = &result {
         assert_eq!(hookbox_llm_stack::stopped(err), run.stopped(), "{err}");
     }

@@ -8,13 +8,14 @@
 use std::sync::{Arc, Mutex, OnceLock};
 
 use hookbox::{
-    Cause, EventKind, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, Stopped,
+    Cause, EventKind, Flow, HookStack, Plugin, PluginOptions, RequestPatch, Runtime, RuntimeConfig,
+    StepEvent, Stopped, ToolOutcome,
 };
 use hookbox_llm_stack::Guard;
 use hookbox_tests::guests;
 use llm_stack::mock::MockProvider;
 use llm_stack::test_helpers::{mock_for, sample_response, sample_tool_response};
-use llm_stack::tool::{ToolError, ToolLoopResult, tool_fn, tool_loop};
+use llm_stack::tool::{ToolError, ToolLoopResult, tool_fn};
 use llm_stack::{ChatMessage, ChatParams, JsonSchema, LlmError, StreamEvent, ToolCall};
 use llm_stack::{ToolDefinition, ToolLoopConfig, ToolRegistry};
 use serde_json::{Value, json};
@@ -84,15 +85,8 @@ async fn run(
         tools: Some(registry.definitions()),
         ..Default::default()
     };
-    let config = run.config(ToolLoopConfig::default(), registry);
-    tool_loop(
-        &run.provider(model.clone()),
-        &run.registry(registry),
-        params,
-        config,
-        &(),
-    )
-    .await
+    let config = ToolLoopConfig::default();
+    hookbox_llm_stack::tool_loop(&run, model.clone(), registry, params, config, &()).await
 }
 
 fn model(script: Vec<llm_stack::ChatResponse>) -> Arc<MockProvider> {
@@ -354,4 +348,180 @@ async fn a_current_thread_runtime_works_too() {
     .await
     .expect("run");
     assert!(sent(&model, 1).contains("not here"), "{}", sent(&model, 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn invalid_tool_call_every_plugin_continuing_ends_the_loop() {
+    // The puppet subscribes and continues (`other` is no command of its):
+    // the stack's answer is fail.
+    let model = model(vec![calls(&["other"]), sample_response("never")]);
+    let (registry, _) = registry(&["read_file"]);
+    let result = run(&puppet("invalid-tool-call"), &model, &registry, "go").await;
+    let stop = stop_of(result);
+    assert!(
+        matches!(
+            &stop,
+            Stopped::Terminated {
+                event: EventKind::InvalidToolCall,
+                ..
+            }
+        ),
+        "{stop}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_tool_no_plugin_minds_leaves_the_guards_on() {
+    // No plugin subscribes to invalid tool calls: llm-stack answers the
+    // unknown one, and the next call is guarded as ever.
+    let guarded = "puppet:flow:skip:still guarded";
+    let model = model(vec![
+        calls(&["zzz"]),
+        calls(&[guarded]),
+        sample_response("done"),
+    ]);
+    let (registry, ran) = registry(&[guarded]);
+    run(&puppet("tool-call"), &model, &registry, "go")
+        .await
+        .expect("run");
+    assert!(
+        sent(&model, 1).contains("Unknown tool: zzz"),
+        "{}",
+        sent(&model, 1)
+    );
+    assert!(ran.lock().unwrap().is_empty(), "the guarded tool ran");
+    assert!(
+        sent(&model, 2).contains("still guarded"),
+        "{}",
+        sent(&model, 2)
+    );
+}
+
+/// A native hook offering only `read_file` each turn; it subscribes to
+/// completion calls only.
+struct ReadOnly;
+
+impl hookbox::Hook for ReadOnly {
+    fn name(&self) -> &str {
+        "read-only"
+    }
+    fn subscriptions(&self) -> hookbox::EventKinds {
+        hookbox::EventKinds::NONE.with(EventKind::CompletionCall)
+    }
+    fn on_event(&self, _: &hookbox::HookContext, _: &StepEvent) -> Flow {
+        Flow::PatchRequest(RequestPatch {
+            active_tools: Some(vec!["read_file".into()]),
+            ..Default::default()
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_the_turns_request_did_not_offer_does_not_run() {
+    let mut stack = HookStack::new();
+    stack.push_hook(ReadOnly);
+    let model = model(vec![calls(&["shell"]), sample_response("done")]);
+    let (registry, ran) = registry(&["read_file", "shell"]);
+    run(&Guard::new(stack), &model, &registry, "go")
+        .await
+        .expect("run");
+    assert!(
+        ran.lock().unwrap().is_empty(),
+        "ran: {:?}",
+        ran.lock().unwrap()
+    );
+    let seen = sent(&model, 1);
+    assert!(seen.contains("not a tool you may call now"), "{seen}");
+    assert!(
+        !model.recorded_calls()[0]
+            .tools
+            .as_ref()
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "shell")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stream_that_ends_without_done_is_still_asked_about() {
+    let mock = mock_for("mock", "mock-model");
+    mock.queue_stream(vec![StreamEvent::TextDelta(
+        "puppet:flow:terminate:e".into(),
+    )]);
+    let model = Arc::new(mock);
+    let (registry, _) = registry(&[]);
+    let result = run(&puppet("model-turn-finished"), &model, &registry, "go").await;
+    assert_eq!(
+        stop_of(result),
+        terminated(EventKind::ModelTurnFinished, "e")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stop_in_the_last_iteration_is_a_stop_not_a_result() {
+    // llm-stack checks its iteration limit before the next model call, so
+    // the loop itself ends `Ok(MaxIterations)`: the check makes it the stop.
+    let name = "puppet:flow:terminate:last";
+    let model = model(vec![calls(&[name]), sample_response("never")]);
+    let (registry, _) = registry(&[name]);
+    let run = puppet("tool-call").start_run("last").unwrap();
+    let params = ChatParams {
+        messages: vec![ChatMessage::user("go")],
+        ..Default::default()
+    };
+    let config = ToolLoopConfig {
+        max_iterations: 1,
+        ..Default::default()
+    };
+    let raw = llm_stack::tool::tool_loop(
+        &run.provider(model.clone()),
+        &run.registry(&registry),
+        params,
+        run.config(config, &registry),
+        &(),
+    )
+    .await;
+    assert!(raw.is_ok(), "llm-stack ended it first: {raw:?}");
+    assert_eq!(
+        stop_of(run.check(raw)),
+        terminated(EventKind::ToolCall, "last")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_skipped_call_is_asked_about_as_a_skipped_result() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let mut stack = HookStack::new();
+    stack.push_plugin(Arc::new(
+        Plugin::from_file(
+            runtime(),
+            guests::DENY_TOOLS.as_ref(),
+            PluginOptions::default(),
+        )
+        .unwrap(),
+    ));
+    stack.push_hook(hookbox::hook_fn("audit", move |_, event| {
+        if let StepEvent::ToolResult(result) = event {
+            record.lock().unwrap().push(result.outcome.clone());
+        }
+        Flow::Continue
+    }));
+    let model = Arc::new(mock_for("mock", "mock-model"));
+    model.queue_response(sample_tool_response(vec![ToolCall {
+        id: "c0".into(),
+        name: "shell".into(),
+        arguments: json!({"cmd": "rm -rf /"}),
+    }]));
+    model.queue_response(sample_response("done"));
+    let (registry, ran) = registry(&["shell"]);
+    run(&Guard::new(stack), &model, &registry, "go")
+        .await
+        .expect("run");
+    assert!(ran.lock().unwrap().is_empty());
+    let seen = seen.lock().unwrap();
+    assert!(
+        matches!(seen.as_slice(), [ToolOutcome::Skipped(r)] if r.contains("denied")),
+        "{seen:?}"
+    );
 }

@@ -32,7 +32,7 @@
 //! | `on_completion_call` | completion-call | patch-request: rig's `RequestPatch` for this turn (preamble, temperature, max-tokens, tool-choice, active-tools, additional-params, extra-context, history); terminate: stop |
 //! | `on_outcome` (completion) | completion-response, or stream-response-finish when streaming | terminate: stop |
 //! | `on_model_turn_finished` | model-turn-finished | terminate: stop |
-//! | `on_invalid_tool_call` | invalid-tool-call | fail / retry / repair / skip: rig's action of that name; terminate: stop; no plugin answered: no opinion (rig's policy decides) |
+//! | `on_invalid_tool_call` | invalid-tool-call | fail / retry / repair / skip: rig's action of that name (every plugin continuing is fail); terminate: stop; no plugin subscribed, or arguments that are not JSON: no opinion (rig decides) |
 //! | `on_dispatch` (tool) | tool-call | rewrite-args: `DispatchAction::Patch` with the arguments; skip: `DispatchAction::skip` (the model sees the reason); terminate: stop |
 //! | `on_outcome` (tool) | tool-result | rewrite-result: the model-visible output replaced, the result's status kept; terminate: stop |
 //! | `on_text_delta` | text-delta | terminate: stop |
@@ -56,12 +56,23 @@
 //! JSON form: a call whose arguments were not canonical is patched to the
 //! canonical text even when every guard continued.
 //!
-//! rig composes its own hooks in the order they were added; the guard is one
-//! of them. Within it, hookbox composes its plugins by hookbox's rules (the
-//! manifest's order). A rig hook added before the guard sees the call
-//! first: its patch is what the guard's plugins see, and its deny means the
-//! guard is never asked. Add the guard first to have it see what the model
-//! asked for.
+//! rig composes its own hooks in the order they were added; the guard is
+//! one of them. Within it, hookbox composes its plugins by hookbox's rules
+//! (the manifest's order). Add the guard last: a rig hook added after it
+//! could patch a tool call's arguments after the guards checked them, or
+//! replace a result after they redacted it. Hooks added before it see the
+//! model's calls first; their patches are what the guards see, and their
+//! denials mean the guards are never asked.
+//!
+//! Arguments that are not a JSON object are not an invalid tool call in
+//! hookbox's sense (the tool is known): rig answers them with its own
+//! feedback. An invalid tool call no plugin subscribes to is rig's to
+//! decide; one the stack answers with continue everywhere is a fail. A
+//! repair to a tool the turn does not allow, or a skip under a tool choice
+//! of none (both of which rig refuses), stop the run naming the plugin.
+//!
+//! Left as rig does it: a resumed run (`Agent::resume`) is a new hookbox
+//! run, with fresh scratchpads.
 
 mod guard;
 mod map;
