@@ -16,7 +16,7 @@ use rig_agent::agent::{
     OutcomeEvent, RunSettled, RunStart, RunStartAction,
 };
 use rig_agent::run::{InvalidToolCallContext, InvalidToolCallReason};
-use rig_core::completion::message::ToolChoice as RigToolChoice;
+use rig_core::completion::message::{Message as RigMessage, ToolChoice as RigToolChoice};
 use rig_core::effect::{Answered, EffectKind};
 
 use crate::map;
@@ -61,6 +61,8 @@ struct GuardRun {
     /// Set once the run has ended: every later event is asked, so it gets
     /// the end again, even one no plugin subscribes to.
     over: AtomicBool,
+    /// The run's prompt, as rig gave it at the run's start.
+    prompt: Mutex<Option<String>>,
 }
 
 impl Guard {
@@ -97,10 +99,23 @@ impl Guard {
             run,
             wants: snapshot.stack.subscriptions(),
             over: AtomicBool::new(false),
+            prompt: Mutex::new(None),
         });
         ctx.scratchpad()
             .update::<Runs, _>(|runs| runs.0.insert(self.inner.id, run.clone()));
         run
+    }
+
+    /// The run's prompt: the one it started with, else (a resumed run)
+    /// `current`.
+    fn prompt(&self, ctx: &HookContext, current: Option<&RigMessage>) -> String {
+        let run = self.run(ctx);
+        let prompt = run.prompt.lock().unwrap_or_else(|e| e.into_inner());
+        match (&*prompt, current) {
+            (Some(prompt), _) => prompt.clone(),
+            (None, Some(current)) => map::message(current).content,
+            (None, None) => String::new(),
+        }
     }
 
     /// Whether any plugin of this rig run's stack subscribes to `kind`.
@@ -178,10 +193,13 @@ impl AgentHook for Guard {
         Some("hookbox".to_owned())
     }
 
-    async fn on_run_start(&self, ctx: &HookContext, _event: RunStart<'_>) -> RunStartAction {
+    async fn on_run_start(&self, ctx: &HookContext, event: RunStart<'_>) -> RunStartAction {
         // Opens the run now: a run that cannot have its instances stops
         // before the model is called.
-        match &self.run(ctx).run {
+        let run = self.run(ctx);
+        *run.prompt.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some(map::message(event.prompt).content);
+        match &run.run {
             Ok(_) => RunStartAction::Continue,
             Err(failure) => RunStartAction::Stop(Stopped::from(failure.clone()).reason()),
         }
@@ -198,9 +216,17 @@ impl AgentHook for Guard {
         ctx: &HookContext,
         event: CompletionCallEvent<'_>,
     ) -> CompletionCallAction {
+        // The messages sent this turn: rig's history, then the turn's prompt
+        // (the run's prompt on the first turn, the tool results after).
+        let history = event
+            .history
+            .iter()
+            .map(|m| map::message(m))
+            .chain([map::message(event.prompt)])
+            .collect();
         let call = StepEvent::CompletionCall(CompletionCall {
-            prompt: map::message(event.prompt).content,
-            history: event.history.iter().map(|m| map::message(m)).collect(),
+            prompt: self.prompt(ctx, Some(event.prompt)),
+            history,
             turn: u32::try_from(event.turn).unwrap_or(u32::MAX),
         });
         match self.ask(ctx, call).await {
@@ -211,7 +237,7 @@ impl AgentHook for Guard {
                 ..
             }) => {
                 let plugin = plugin.unwrap_or_else(|| Arc::from("hookbox"));
-                match map::request_patch(patch, event.history, &plugin) {
+                match map::request_patch(patch, event.history, event.prompt, &plugin) {
                     Ok(patch) => CompletionCallAction::Patch(patch),
                     Err(failure) => CompletionCallAction::Stop(Stopped::from(failure).reason()),
                 }
@@ -357,11 +383,7 @@ impl AgentHook for Guard {
                 let Some(response) = event.completion() else {
                     return OutcomeAction::Proceed;
                 };
-                let prompt = request
-                    .chat_history
-                    .last()
-                    .map(|m| map::message(m).content)
-                    .unwrap_or_default();
+                let prompt = self.prompt(ctx, request.chat_history.last().map(|m| &**m));
                 let response = ModelResponse {
                     content: map::answer_text(&response.choice),
                     usage: map::usage(&response.usage),

@@ -170,15 +170,19 @@ pub fn rewritten_output(before: &ToolOutput, text: String) -> Result<ToolOutput,
 
 /// A hookbox request patch as rig's, for this turn.
 ///
-/// `history` is the turn's history as rig holds it: a patched history
+/// `history` and `prompt` are the turn's messages as rig holds them (guards
+/// saw the prompt as the history's last message): a patched history
 /// reuses each message a guard left unchanged (same role and text), so tool
 /// calls and results keep their ids; a changed or new message becomes a
-/// text message. A changed or new `tool` message cannot be sent (rig needs
-/// the call it answers), and a tool choice or additional params rig cannot
-/// take are refused too: each `Err` fails the run closed naming `plugin`.
+/// text message. It must end with the prompt as it was (rig sends the
+/// turn's prompt itself). A changed or new `tool` message cannot be sent
+/// (rig needs the call it answers), and a tool choice or additional params
+/// rig cannot take are refused too: each `Err` fails the run closed naming
+/// `plugin`.
 pub fn request_patch(
     patch: RequestPatch,
     history: &[Arc<RigMessage>],
+    prompt: &RigMessage,
     plugin: &Arc<str>,
 ) -> Result<rig_agent::agent::RequestPatch, FailClosed> {
     let refuse = |cause, detail: String| Err(FailClosed::new(plugin, cause, detail));
@@ -230,7 +234,15 @@ pub fn request_patch(
             additional_props: HashMap::new(),
         })
         .collect();
-    if let Some(patched) = patch.history {
+    if let Some(mut patched) = patch.history {
+        if patched.last() != Some(&message(prompt)) {
+            return refuse(
+                Cause::UnsupportedFlow,
+                "patched the history without the turn's prompt as its last message; rig sends the turn's prompt as it is, so a patch must keep it last and unchanged"
+                    .to_owned(),
+            );
+        }
+        patched.pop();
         out.history = Some(patched_history(patched, history, plugin)?);
     }
     Ok(out)
