@@ -818,9 +818,11 @@ fn slow_clients_are_cut_off_and_a_flood_of_connections_is_shed_not_queued() {
         "a connection that never finished its headers stayed open"
     );
 
-    // A body that never arrives: 408.
-    let mut stalled = TcpStream::connect(addr).unwrap();
+    // A body that never arrives: 408. (The run is made first: the header
+    // deadline runs from the connection's start, and making a run on a
+    // loaded machine can take longer than it.)
     let run = f.new_run();
+    let mut stalled = TcpStream::connect(addr).unwrap();
     write!(
         stalled,
         "POST /runs/{run}/events HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{{\"event\""
