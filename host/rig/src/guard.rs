@@ -171,19 +171,24 @@ impl Guard {
     }
 }
 
-/// Runs a guard call on tokio's blocking pool when there is a runtime (the
-/// call is synchronous and bounded by the plugins' deadlines), in place
-/// otherwise.
+/// Runs a guard call (synchronous, bounded by the plugins' deadlines)
+/// without holding up the async executor: on a multi-threaded runtime in
+/// place, the worker's other tasks handed to the other workers
+/// (`block_in_place`, no thread hop); on a current-thread runtime on the
+/// blocking pool; outside tokio in place. (A hop to the blocking pool costs
+/// about 50 µs a call on a 2-core machine: BENCHMARKS.md.)
 async fn off_executor(ask: impl FnOnce() -> hookbox::Outcome + Send + 'static) -> hookbox::Outcome {
     match tokio::runtime::Handle::try_current() {
-        Ok(handle) => match handle.spawn_blocking(ask).await {
-            Ok(outcome) => outcome,
-            Err(e) => Err(FailClosed::new(
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(ask)
+        }
+        Ok(handle) => handle.spawn_blocking(ask).await.unwrap_or_else(|e| {
+            Err(FailClosed::new(
                 &Arc::from("hookbox"),
                 Cause::Trap,
                 format!("the guard call did not finish: {e}"),
-            )),
-        },
+            ))
+        }),
         Err(_) => ask(),
     }
 }

@@ -281,7 +281,8 @@ async fn an_invalid_tool_call_is_repaired_to_the_tool_it_meant() {
     assert_eq!(*ran.lock().unwrap(), vec![json!({"path": "a"})]);
 }
 
-#[tokio::test]
+// On a multi-threaded runtime: guards are asked in place (block_in_place).
+#[tokio::test(flavor = "multi_thread")]
 async fn concurrent_runs_do_not_share_guest_state() {
     // The puppet's `count` answers with its instance's own counter and its
     // run's scratchpad: both must start over in each run.
