@@ -11,6 +11,7 @@
 //! |---|---|
 //! | [`event`] | step events and their context (native and wire types) |
 //! | [`flow`] | flows and request patches, and how patches merge |
+//! | [`history`] | a history patch applied to a framework's own messages |
 //! | [`rules`] | which flows each event honours, how each composes |
 //! | [`stack`] | the HookStack, runs and decisions |
 //! | [`stopped`] | why the stack ended a run, as text a framework carries and back |
@@ -62,6 +63,7 @@ pub mod engine;
 mod error;
 pub mod event;
 pub mod flow;
+pub mod history;
 mod imports;
 pub mod inspect;
 pub mod json;

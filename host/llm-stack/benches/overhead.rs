@@ -12,10 +12,8 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig};
-use hookbox_tests::guests;
 use llm_stack::intercept::{
     Interceptor, InterceptorStack, Next, ToolExec, ToolRequest, ToolResponse,
 };
@@ -25,15 +23,8 @@ use llm_stack::{ChatMessage, ChatParams, JsonSchema, ToolCall, ToolDefinition};
 use llm_stack::{ToolLoopConfig, ToolRegistry};
 use serde_json::{Value, json};
 
-/// Tool calls per run: `HOOKBOX_BENCH_CALLS`, 16 by default. The run's
-/// guest instances are made once per run, so more calls spread that cost.
-fn calls() -> usize {
-    std::env::var("HOOKBOX_BENCH_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16)
-}
-const ROUNDS: usize = 60;
+#[path = "../../../tests/adapters/support.rs"]
+mod support;
 
 /// Path jail and redaction, as an llm-stack interceptor written in Rust.
 struct Native;
@@ -72,33 +63,8 @@ enum Hook {
     Guard,
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
 fn main() {
-    let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
-    let load = |path: &str, config: &[(&str, &str)]| {
-        let options = PluginOptions {
-            config: config
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Default::default()
-        };
-        Arc::new(Plugin::from_file(&runtime, path.as_ref(), options).expect("plugin"))
-    };
-    let mut stack = HookStack::new();
-    stack
-        .push_plugin(load(
-            guests::INJECT_CONTEXT,
-            &[("doc.rules", "House rules: never delete files.")],
-        ))
-        .push_plugin(load(guests::DENY_TOOLS, &[]))
-        .push_plugin(load(guests::PATH_JAIL, &[("root", "/workspace")]))
-        .push_plugin(load(guests::REDACT_SECRETS, &[]));
-    let guard = hookbox_llm_stack::Guard::new(stack);
+    let guard = hookbox_llm_stack::Guard::new(support::example_guards());
 
     let mut registry = ToolRegistry::new();
     registry.register(tool_fn(
@@ -116,7 +82,7 @@ fn main() {
     let tokio = tokio::runtime::Runtime::new().expect("tokio");
     let time = |hook: Hook| {
         let model = Arc::new(mock_for("mock", "scripted"));
-        for i in 0..calls() {
+        for i in 0..support::bench_calls() {
             model.queue_response(sample_tool_response(vec![ToolCall {
                 id: format!("c{i}"),
                 name: "read_file".into(),
@@ -131,7 +97,7 @@ fn main() {
             ..Default::default()
         };
         let config = ToolLoopConfig {
-            max_iterations: calls() as u32 + 2,
+            max_iterations: support::bench_calls() as u32 + 2,
             ..Default::default()
         };
         let start = Instant::now();
@@ -174,31 +140,7 @@ fn main() {
         });
         start.elapsed()
     };
-    let (mut bare, mut native, mut guarded) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..ROUNDS + 5 {
-        let b = time(Hook::None);
-        let n = time(Hook::Native);
-        let g = time(Hook::Guard);
-        if round >= 5 {
-            bare.push(b);
-            native.push(n);
-            guarded.push(g);
-        }
-    }
-    let per_call = |d: Duration| d / calls() as u32;
-    let (b, n, g) = (median(bare), median(native), median(guarded));
-    println!(
-        "llm-stack tool loop of {} tool calls, median of {ROUNDS} rounds (per tool call):",
-        calls()
-    );
-    println!("  no hook:                    {:>9.1?}", per_call(b));
-    println!("  native llm-stack hooks:     {:>9.1?}", per_call(n));
-    println!("  hookbox guard, 4 plugins:   {:>9.1?}", per_call(g));
-    println!(
-        "  guard adds {:.1?} per call over no hook ({:.2}x the loop), {:.1?} over the native hooks ({:.2}x)",
-        per_call(g.saturating_sub(b)),
-        g.as_secs_f64() / b.as_secs_f64(),
-        per_call(g.saturating_sub(n)),
-        g.as_secs_f64() / n.as_secs_f64(),
-    );
+    support::bench("llm-stack tool loop", "native llm-stack hooks:", || {
+        [time(Hook::None), time(Hook::Native), time(Hook::Guard)]
+    });
 }

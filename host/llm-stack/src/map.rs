@@ -1,6 +1,6 @@
 //! Pure mappings between llm-stack's types and hookbox's: no I/O, no runs.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use hookbox::{Cause, FailClosed, Message, RequestPatch, Role, ToolChoice};
@@ -155,72 +155,39 @@ fn patched_history(
     messages: &[ChatMessage],
     plugin: &Arc<str>,
 ) -> Result<Vec<ChatMessage>, FailClosed> {
-    let mut originals: HashMap<Message, VecDeque<&ChatMessage>> = HashMap::new();
-    for original in messages {
-        originals
-            .entry(message(original))
-            .or_default()
-            .push_back(original);
-    }
-    let mut out = Vec::with_capacity(patched.len());
-    for m in patched {
-        if let Some(original) = originals.get_mut(&m).and_then(VecDeque::pop_front) {
-            out.push(original.clone());
-            continue;
-        }
-        out.push(match m.role {
-            Role::System => ChatMessage::system(m.content),
-            Role::User => ChatMessage::user(m.content),
-            Role::Assistant => ChatMessage::assistant(m.content),
-            Role::Tool => {
-                return Err(FailClosed::new(
-                    plugin,
-                    Cause::UnsupportedFlow,
-                    "patched the history with a new or changed tool message; llm-stack sends a tool result only with the call it answers, so the patch cannot be applied",
-                ));
-            }
-        });
-    }
-    let kept = |original: &ChatMessage| out.contains(original);
-    if let Some(id) = broken_pair(messages, kept) {
-        return Err(FailClosed::new(
-            plugin,
-            Cause::UnsupportedFlow,
-            format!(
-                "patched the history so that tool call `{id}` and its result no longer go together (one kept, the other changed or dropped); a provider refuses a result without its call and a call without its result"
-            ),
-        ));
-    }
-    Ok(out)
+    hookbox::history::apply(&LlmStack, patched, messages)
+        .map_err(|detail| FailClosed::new(plugin, Cause::UnsupportedFlow, detail))
 }
 
-/// A tool call id of `messages` whose call and result are not both kept
-/// (or both dropped) by a patch.
-fn broken_pair(messages: &[ChatMessage], kept: impl Fn(&ChatMessage) -> bool) -> Option<String> {
-    let mut calls: HashMap<&str, bool> = HashMap::new();
-    let mut results: HashMap<&str, bool> = HashMap::new();
-    for message in messages {
-        let keep = kept(message);
-        for block in &message.content {
+/// llm-stack's messages, as [`hookbox::history`] sees them.
+struct LlmStack;
+
+impl hookbox::history::Messages for LlmStack {
+    type Message = ChatMessage;
+
+    fn read(&self, m: &ChatMessage) -> Message {
+        message(m)
+    }
+
+    fn text(&self, role: Role, content: String) -> ChatMessage {
+        match role {
+            Role::System => ChatMessage::system(content),
+            Role::Assistant => ChatMessage::assistant(content),
+            Role::User | Role::Tool => ChatMessage::user(content),
+        }
+    }
+
+    fn tool_ids(&self, m: &ChatMessage) -> (Vec<String>, Vec<String>) {
+        let (mut calls, mut results) = (Vec::new(), Vec::new());
+        for block in &m.content {
             match block {
-                ContentBlock::ToolCall(call) => {
-                    calls.insert(&call.id, keep);
-                }
-                ContentBlock::ToolResult(result) => {
-                    results.insert(&result.tool_call_id, keep);
-                }
+                ContentBlock::ToolCall(call) => calls.push(call.id.clone()),
+                ContentBlock::ToolResult(result) => results.push(result.tool_call_id.clone()),
                 _ => {}
             }
         }
+        (calls, results)
     }
-    calls
-        .into_iter()
-        .find(|(id, call_kept)| {
-            results
-                .get(id)
-                .is_some_and(|result_kept| result_kept != call_kept)
-        })
-        .map(|(id, _)| id.to_owned())
 }
 
 #[cfg(test)]

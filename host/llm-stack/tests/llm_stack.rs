@@ -3,15 +3,11 @@
 //! misbehaving guests. Every test checks what the loop really did: which
 //! tools ran with what, what the model was sent, how the loop ended.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hookbox::watch::{DirWatcher, StackSource};
-use hookbox::{
-    Cause, EventKind, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, Stopped,
-};
+use hookbox::{Cause, EventKind, Plugin, Stopped};
 use hookbox_llm_stack::Guard;
 use hookbox_tests::guests;
 use llm_stack::mock::MockProvider;
@@ -20,30 +16,13 @@ use llm_stack::tool::{ToolError, ToolLoopResult, tool_fn, tool_loop};
 use llm_stack::{ChatMessage, ChatParams, JsonSchema, LlmError, ToolCall, ToolDefinition};
 use llm_stack::{ToolLoopConfig, ToolRegistry};
 use serde_json::{Value, json};
+use support::{plugin, plugin_dir, runtime, stack, write_manifest};
 
-fn runtime() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
-}
-
-fn plugin(path: &str, config: &[(&str, &str)]) -> Arc<Plugin> {
-    let config: BTreeMap<String, String> = config
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let options = PluginOptions {
-        config,
-        ..Default::default()
-    };
-    Arc::new(Plugin::from_file(runtime(), path.as_ref(), options).expect("plugin loads"))
-}
+#[path = "../../../tests/adapters/support.rs"]
+mod support;
 
 fn guard(plugins: &[Arc<Plugin>]) -> Guard {
-    let mut stack = HookStack::new();
-    for p in plugins {
-        stack.push_plugin(p.clone());
-    }
-    Guard::new(stack)
+    Guard::new(stack(plugins))
 }
 
 type Calls = Arc<Mutex<Vec<Value>>>;
@@ -311,22 +290,6 @@ async fn concurrent_loops_do_not_share_guest_state() {
         assert!(seen.contains("global=2 scratch=2"), "{seen}");
         assert!(!seen.contains("global=3"), "an instance was shared: {seen}");
     }
-}
-
-fn write_manifest(dir: &Path, deny: &str) {
-    let manifest =
-        format!("[[plugin]]\nfile = \"deny-tools.wasm\"\nconfig = {{ deny = \"{deny}\" }}\n");
-    std::fs::write(dir.join("hookbox.toml"), manifest).unwrap();
-}
-
-fn plugin_dir(label: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("hookbox-llm-stack-{label}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(guests::DENY_TOOLS, dir.join("deny-tools.wasm")).unwrap();
-    write_manifest(&dir, "shell");
-    dir
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -5,7 +5,7 @@
 
 #![allow(clippy::result_large_err, reason = "llm-stack's own error type")]
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use hookbox::{
     Cause, EventKind, Flow, HookStack, Plugin, PluginOptions, RequestPatch, Runtime, RuntimeConfig,
@@ -19,22 +19,14 @@ use llm_stack::tool::{ToolError, ToolLoopResult, tool_fn};
 use llm_stack::{ChatMessage, ChatParams, JsonSchema, LlmError, StreamEvent, ToolCall};
 use llm_stack::{ToolDefinition, ToolLoopConfig, ToolRegistry};
 use serde_json::{Value, json};
+use support::runtime;
 
-fn runtime() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
-}
+#[path = "../../../tests/adapters/support.rs"]
+mod support;
 
 /// The puppet, answering on the event kinds named (comma-separated).
 fn puppet(subscribe: &str) -> Guard {
-    let options = PluginOptions {
-        config: [("subscribe".to_owned(), subscribe.to_owned())].into(),
-        ..Default::default()
-    };
-    let plugin = Plugin::from_file(runtime(), guests::PUPPET.as_ref(), options).expect("puppet");
-    let mut stack = HookStack::new();
-    stack.push_plugin(Arc::new(plugin));
-    Guard::new(stack)
+    Guard::new(support::puppet(subscribe))
 }
 
 fn registry(names: &[&str]) -> (ToolRegistry<()>, Arc<Mutex<Vec<String>>>) {

@@ -8,11 +8,8 @@
 //! redact a secret, inject context); and the hookbox guard with the four
 //! WebAssembly guards. Prints the median per tool call and the ratios.
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig};
-use hookbox_tests::guests;
 use rig_agent::AgentBuilder;
 use rig_agent::agent::{
     AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
@@ -24,15 +21,8 @@ use rig_core::completion::message::ToolName;
 use rig_core::tool::{DynamicTool, ToolOutput};
 use serde_json::json;
 
-/// Tool calls per run: `HOOKBOX_BENCH_CALLS`, 16 by default. The run's
-/// guest instances are made once per run, so more calls spread that cost.
-fn calls() -> usize {
-    std::env::var("HOOKBOX_BENCH_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16)
-}
-const ROUNDS: usize = 60;
+#[path = "../../../tests/adapters/support.rs"]
+mod support;
 
 /// The four example guards' jobs, as a rig hook written in Rust.
 #[derive(Clone)]
@@ -88,7 +78,7 @@ impl AgentHook for Native {
 }
 
 fn agent(hook: Option<Hook>) -> rig_agent::Agent {
-    let mut turns: Vec<MockTurn> = (0..calls())
+    let mut turns: Vec<MockTurn> = (0..support::bench_calls())
         .map(|i| {
             MockTurn::tool_call(
                 format!("c{i}"),
@@ -112,7 +102,7 @@ fn agent(hook: Option<Hook>) -> rig_agent::Agent {
     );
     let builder = AgentBuilder::new(MockCompletionModel::from_turns(turns))
         .dynamic_tool(read)
-        .default_max_turns(calls() + 2);
+        .default_max_turns(support::bench_calls() + 2);
     match hook {
         None => builder.build(),
         Some(Hook::Native) => builder.add_hook(Native).build(),
@@ -125,66 +115,20 @@ enum Hook {
     Guard(hookbox_rig::Guard),
 }
 
-fn median(mut times: Vec<Duration>) -> Duration {
-    times.sort();
-    times[times.len() / 2]
-}
-
 fn main() {
-    let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
-    let load = |path: &str, config: &[(&str, &str)]| {
-        let options = PluginOptions {
-            config: config
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Default::default()
-        };
-        Arc::new(Plugin::from_file(&runtime, path.as_ref(), options).expect("plugin"))
-    };
-    let mut stack = HookStack::new();
-    stack
-        .push_plugin(load(
-            guests::INJECT_CONTEXT,
-            &[("doc.rules", "House rules: never delete files.")],
-        ))
-        .push_plugin(load(guests::DENY_TOOLS, &[]))
-        .push_plugin(load(guests::PATH_JAIL, &[("root", "/workspace")]))
-        .push_plugin(load(guests::REDACT_SECRETS, &[]));
-    let guard = hookbox_rig::Guard::new(stack);
-
+    let guard = hookbox_rig::Guard::new(support::example_guards());
     let tokio = tokio::runtime::Runtime::new().expect("tokio");
-    let time = |hook: fn(&hookbox_rig::Guard) -> Option<Hook>| {
-        let agent = agent(hook(&guard));
+    let time = |hook: Option<Hook>| {
+        let agent = agent(hook);
         let start = Instant::now();
         tokio.block_on(async { agent.prompt("go").await.expect("run") });
         start.elapsed()
     };
-    let (mut bare, mut native, mut guarded) = (Vec::new(), Vec::new(), Vec::new());
-    for round in 0..ROUNDS + 5 {
-        let b = time(|_| None);
-        let n = time(|_| Some(Hook::Native));
-        let g = time(|g| Some(Hook::Guard(g.clone())));
-        if round >= 5 {
-            bare.push(b);
-            native.push(n);
-            guarded.push(g);
-        }
-    }
-    let per_call = |d: Duration| d / calls() as u32;
-    let (b, n, g) = (median(bare), median(native), median(guarded));
-    println!(
-        "rig run of {} tool calls, median of {ROUNDS} rounds (per tool call):",
-        calls()
-    );
-    println!("  no hook:                    {:>9.1?}", per_call(b));
-    println!("  native rig hook:            {:>9.1?}", per_call(n));
-    println!("  hookbox guard, 4 plugins:   {:>9.1?}", per_call(g));
-    println!(
-        "  guard adds {:.1?} per call over no hook ({:.2}x the run), {:.1?} over the native hook ({:.2}x)",
-        per_call(g.saturating_sub(b)),
-        g.as_secs_f64() / b.as_secs_f64(),
-        per_call(g.saturating_sub(n)),
-        g.as_secs_f64() / n.as_secs_f64(),
-    );
+    support::bench("rig run", "native rig hook:", || {
+        [
+            time(None),
+            time(Some(Hook::Native)),
+            time(Some(Hook::Guard(guard.clone()))),
+        ]
+    });
 }

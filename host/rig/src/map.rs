@@ -1,6 +1,6 @@
 //! Pure mappings between rig's types and hookbox's: no I/O, no runs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use hookbox::{Cause, Document, FailClosed, Message, Role, ToolChoice, ToolOutcome, Usage};
@@ -253,82 +253,49 @@ fn patched_history(
     history: &[Arc<RigMessage>],
     plugin: &Arc<str>,
 ) -> Result<Vec<Arc<RigMessage>>, FailClosed> {
-    // Each original message under the way guards read it, in order, so a
-    // message repeated word for word is matched to its own copy.
-    let mut originals: HashMap<Message, VecDeque<&Arc<RigMessage>>> = HashMap::new();
-    for original in history {
-        originals
-            .entry(message(original))
-            .or_default()
-            .push_back(original);
-    }
-    let mut out = Vec::with_capacity(patched.len());
-    for m in patched {
-        if let Some(original) = originals.get_mut(&m).and_then(VecDeque::pop_front) {
-            out.push(original.clone());
-            continue;
-        }
-        out.push(Arc::new(match m.role {
-            Role::System => RigMessage::system(m.content),
-            Role::User => RigMessage::user(m.content),
-            Role::Assistant => RigMessage::assistant(m.content),
-            Role::Tool => {
-                return Err(FailClosed::new(
-                    plugin,
-                    Cause::UnsupportedFlow,
-                    "patched the history with a new or changed tool message; rig sends a tool result only with the call it answers, so the patch cannot be applied",
-                ));
-            }
-        }));
-    }
-    let kept = |original: &Arc<RigMessage>| out.iter().any(|m| Arc::ptr_eq(m, original));
-    if let Some(id) = broken_pair(history, kept) {
-        return Err(FailClosed::new(
-            plugin,
-            Cause::UnsupportedFlow,
-            format!(
-                "patched the history so that tool call `{id}` and its result no longer go together (one kept, the other changed or dropped); a provider refuses a result without its call and a call without its result"
-            ),
-        ));
-    }
-    Ok(out)
+    hookbox::history::apply(&Rig, patched, history)
+        .map_err(|detail| FailClosed::new(plugin, Cause::UnsupportedFlow, detail))
 }
 
-/// A tool call id of `history` whose call and result are not both kept (or
-/// both dropped) by a patch.
-fn broken_pair(
-    history: &[Arc<RigMessage>],
-    kept: impl Fn(&Arc<RigMessage>) -> bool,
-) -> Option<String> {
-    // For each call id: (call kept, result kept), when the history has both.
-    let mut calls: HashMap<String, bool> = HashMap::new();
-    let mut results: HashMap<String, bool> = HashMap::new();
-    for message in history {
-        let keep = kept(message);
-        match &**message {
-            RigMessage::Assistant(turn) => {
-                for call in turn.tool_calls() {
-                    calls.insert(call.id.wire().into_owned(), keep);
-                }
-            }
-            RigMessage::User { content } => {
-                for part in content {
-                    if let UserContent::ToolResult(result) = part {
-                        results.insert(result.call.wire().into_owned(), keep);
-                    }
-                }
-            }
-            RigMessage::System { .. } => {}
+/// rig's messages, as [`hookbox::history`] sees them.
+struct Rig;
+
+impl hookbox::history::Messages for Rig {
+    type Message = Arc<RigMessage>;
+
+    fn read(&self, m: &Arc<RigMessage>) -> Message {
+        message(m)
+    }
+
+    fn text(&self, role: Role, content: String) -> Arc<RigMessage> {
+        Arc::new(match role {
+            Role::System => RigMessage::system(content),
+            Role::Assistant => RigMessage::assistant(content),
+            Role::User | Role::Tool => RigMessage::user(content),
+        })
+    }
+
+    fn tool_ids(&self, m: &Arc<RigMessage>) -> (Vec<String>, Vec<String>) {
+        match &**m {
+            RigMessage::Assistant(turn) => (
+                turn.tool_calls()
+                    .map(|c| c.id.wire().into_owned())
+                    .collect(),
+                Vec::new(),
+            ),
+            RigMessage::User { content } => (
+                Vec::new(),
+                content
+                    .iter()
+                    .filter_map(|part| match part {
+                        UserContent::ToolResult(result) => Some(result.call.wire().into_owned()),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            RigMessage::System { .. } => (Vec::new(), Vec::new()),
         }
     }
-    calls
-        .into_iter()
-        .find(|(id, call_kept)| {
-            results
-                .get(id)
-                .is_some_and(|result_kept| result_kept != call_kept)
-        })
-        .map(|(id, _)| id)
 }
 
 #[cfg(test)]

@@ -3,16 +3,12 @@
 //! test checks what rig really did: which tools ran with what, what the
 //! model was sent, how the run ended.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use hookbox::watch::{DirWatcher, StackSource};
-use hookbox::{
-    Cause, EventKind, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, Stopped,
-};
+use hookbox::{Cause, EventKind, Plugin, Stopped};
 use hookbox_rig::Guard;
 use hookbox_tests::guests;
 use rig_agent::AgentBuilder;
@@ -22,30 +18,13 @@ use rig_agent::test_utils::{MockCompletionModel, MockStreamEvent, MockTurn};
 use rig_core::completion::message::ToolName;
 use rig_core::tool::{DynamicTool, ToolOutput};
 use serde_json::{Value, json};
+use support::{plugin, plugin_dir, runtime, stack, write_manifest};
 
-fn runtime() -> &'static Runtime {
-    static RUNTIME: OnceLock<Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
-}
-
-fn plugin(path: &str, config: &[(&str, &str)]) -> Arc<Plugin> {
-    let config: BTreeMap<String, String> = config
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let options = PluginOptions {
-        config,
-        ..Default::default()
-    };
-    Arc::new(Plugin::from_file(runtime(), path.as_ref(), options).expect("plugin loads"))
-}
+#[path = "../../../tests/adapters/support.rs"]
+mod support;
 
 fn guard(plugins: &[Arc<Plugin>]) -> Guard {
-    let mut stack = HookStack::new();
-    for p in plugins {
-        stack.push_plugin(p.clone());
-    }
-    Guard::new(stack)
+    Guard::new(stack(plugins))
 }
 
 /// A tool that records the arguments it ran with and answers `output`.
@@ -307,22 +286,6 @@ async fn concurrent_runs_do_not_share_guest_state() {
         assert!(seen.contains("global=2 scratch=2"), "{seen}");
         assert!(!seen.contains("global=3"), "an instance was shared: {seen}");
     }
-}
-
-/// A scratch plugin directory denying `shell`.
-fn plugin_dir(label: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hookbox-rig-{label}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(guests::DENY_TOOLS, dir.join("deny-tools.wasm")).unwrap();
-    write_manifest(&dir, "shell");
-    dir
-}
-
-fn write_manifest(dir: &std::path::Path, deny: &str) {
-    let manifest =
-        format!("[[plugin]]\nfile = \"deny-tools.wasm\"\nconfig = {{ deny = \"{deny}\" }}\n");
-    std::fs::write(dir.join("hookbox.toml"), manifest).unwrap();
 }
 
 #[tokio::test]

@@ -20,21 +20,12 @@ use rig_core::completion::message::ToolName;
 use rig_core::tool::{DynamicTool, ToolOutput};
 use serde_json::{Value, json};
 
-fn runtime() -> &'static Runtime {
-    static RUNTIME: std::sync::OnceLock<Runtime> = std::sync::OnceLock::new();
-    RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
-}
+#[path = "../../../tests/adapters/support.rs"]
+mod support;
 
 /// The puppet, answering on the event kinds named (comma-separated).
 fn puppet(subscribe: &str) -> Guard {
-    let options = PluginOptions {
-        config: [("subscribe".to_owned(), subscribe.to_owned())].into(),
-        ..Default::default()
-    };
-    let plugin = Plugin::from_file(runtime(), guests::PUPPET.as_ref(), options).expect("puppet");
-    let mut stack = HookStack::new();
-    stack.push_plugin(Arc::new(plugin));
-    Guard::new(stack)
+    Guard::new(support::puppet(subscribe))
 }
 
 fn tool(name: &str, output: ToolOutput) -> (DynamicTool, Arc<Mutex<Vec<Value>>>) {
