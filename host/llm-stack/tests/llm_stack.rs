@@ -11,7 +11,7 @@ use hookbox::{Cause, EventKind, Plugin, Stopped};
 use hookbox_llm_stack::Guard;
 use hookbox_tests::guests;
 use llm_stack::mock::MockProvider;
-use llm_stack::test_helpers::{mock_for, sample_response, sample_tool_response};
+use llm_stack::test_helpers::{sample_response, sample_tool_response};
 use llm_stack::tool::{ToolError, ToolLoopResult, tool_fn, tool_loop};
 use llm_stack::{ChatMessage, ChatParams, JsonSchema, LlmError, ToolCall, ToolDefinition};
 use llm_stack::{ToolLoopConfig, ToolRegistry};
@@ -20,6 +20,9 @@ use support::{plugin, plugin_dir, runtime, stack, write_manifest};
 
 #[path = "../../../tests/adapters/support.rs"]
 mod support;
+
+mod common;
+use common::{model, sent, stopped};
 
 fn guard(plugins: &[Arc<Plugin>]) -> Guard {
     Guard::new(stack(plugins))
@@ -56,14 +59,6 @@ fn call(id: &str, name: &str, args: Value) -> llm_stack::ChatResponse {
     }])
 }
 
-fn model(script: Vec<llm_stack::ChatResponse>) -> Arc<MockProvider> {
-    let mock = mock_for("mock", "mock-model");
-    for response in script {
-        mock.queue_response(response);
-    }
-    Arc::new(mock)
-}
-
 /// One guarded tool loop, as an application writes it.
 #[allow(clippy::result_large_err, reason = "llm-stack's own error type")]
 async fn run(
@@ -87,15 +82,6 @@ async fn run(
         assert_eq!(hookbox_llm_stack::stopped(err), run.stopped(), "{err}");
     }
     result
-}
-
-/// Everything the model was sent on call `n`, as JSON text.
-fn sent(model: &MockProvider, n: usize) -> String {
-    serde_json::to_string(&model.recorded_calls()[n]).unwrap()
-}
-
-fn stop_of(err: LlmError) -> Stopped {
-    hookbox_llm_stack::stopped(&err).unwrap_or_else(|| panic!("not a hookbox stop: {err:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -191,7 +177,7 @@ async fn a_trapping_guard_ends_the_loop_before_the_tool_and_the_next_model_call(
     let mut registry = ToolRegistry::new();
     let ran = add_tool(&mut registry, "puppet:panic", "ran");
     let guard = guard(&[plugin(guests::PUPPET, &[])]);
-    let stop = stop_of(
+    let stop = stopped(
         run(&guard, &model, &registry, "go")
             .await
             .expect_err("stopped"),
@@ -219,7 +205,7 @@ async fn a_looping_guard_ends_the_loop_at_its_deadline_before_the_model_is_calle
     let err = run(&guard, &model, &ToolRegistry::new(), "puppet:loop")
         .await
         .expect_err("stopped");
-    let stop = stop_of(err);
+    let stop = stopped(err);
     assert!(
         matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::Deadline),
         "{stop}"
@@ -235,7 +221,7 @@ async fn a_terminate_on_a_streamed_delta_ends_the_loop() {
         .await
         .expect_err("stopped");
     assert_eq!(
-        stop_of(err),
+        stopped(err),
         Stopped::Terminated {
             plugin: "puppet".into(),
             event: EventKind::TextDelta,
@@ -255,14 +241,14 @@ async fn an_unknown_tool_is_retried_with_feedback_and_a_repair_fails_closed() {
     assert!(sent(&model, 1).contains("read_file"), "{}", sent(&model, 1));
 
     // `read_fiel` is one edit away: a repair, which llm-stack cannot do.
-    let model2 = self::model(vec![
+    let model2 = common::model(vec![
         call("c1", "read_fiel", json!({})),
         sample_response("never"),
     ]);
     let err = run(&repair, &model2, &registry, "read")
         .await
         .expect_err("stopped");
-    let stop = stop_of(err);
+    let stop = stopped(err);
     assert!(
         matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::UnsupportedFlow && &*f.plugin == "repair-tools"),
         "{stop}"

@@ -24,6 +24,9 @@ use support::runtime;
 #[path = "../../../tests/adapters/support.rs"]
 mod support;
 
+mod common;
+use common::{model, sent, stop_of, terminated};
+
 /// The puppet, answering on the event kinds named (comma-separated).
 fn puppet(subscribe: &str) -> Guard {
     Guard::new(support::puppet(subscribe))
@@ -79,31 +82,6 @@ async fn run(
     };
     let config = ToolLoopConfig::default();
     hookbox_llm_stack::tool_loop(&run, model.clone(), registry, params, config, &()).await
-}
-
-fn model(script: Vec<llm_stack::ChatResponse>) -> Arc<MockProvider> {
-    let mock = mock_for("mock", "mock-model");
-    for response in script {
-        mock.queue_response(response);
-    }
-    Arc::new(mock)
-}
-
-fn sent(model: &MockProvider, n: usize) -> String {
-    serde_json::to_string(&model.recorded_calls()[n]).unwrap()
-}
-
-fn stop_of(result: Result<ToolLoopResult, LlmError>) -> Stopped {
-    let err = result.expect_err("the loop stopped");
-    hookbox_llm_stack::stopped(&err).unwrap_or_else(|| panic!("not a hookbox stop: {err:?}"))
-}
-
-fn terminated(event: EventKind, reason: &str) -> Stopped {
-    Stopped::Terminated {
-        plugin: "puppet".into(),
-        event,
-        reason: reason.into(),
-    }
 }
 
 #[test]

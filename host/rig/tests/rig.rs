@@ -3,7 +3,7 @@
 //! test checks what rig really did: which tools ran with what, what the
 //! model was sent, how the run ended.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -13,45 +13,20 @@ use hookbox_rig::Guard;
 use hookbox_tests::guests;
 use rig_agent::AgentBuilder;
 use rig_agent::agent::MultiTurnStreamItem;
-use rig_agent::completion::PromptError;
 use rig_agent::test_utils::{MockCompletionModel, MockStreamEvent, MockTurn};
 use rig_core::completion::message::ToolName;
 use rig_core::tool::{DynamicTool, ToolOutput};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::{plugin, plugin_dir, runtime, stack, write_manifest};
 
 #[path = "../../../tests/adapters/support.rs"]
 mod support;
 
+mod common;
+use common::{sent, stopped, tool};
+
 fn guard(plugins: &[Arc<Plugin>]) -> Guard {
     Guard::new(stack(plugins))
-}
-
-/// A tool that records the arguments it ran with and answers `output`.
-fn tool(name: &str, output: ToolOutput) -> (DynamicTool, Arc<Mutex<Vec<Value>>>) {
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let seen = calls.clone();
-    let tool = DynamicTool::new(
-        ToolName::new(name).unwrap(),
-        "a test tool",
-        json!({"type": "object"}),
-        move |args| {
-            seen.lock().unwrap().push(args);
-            let output = output.clone();
-            Box::pin(async move { Ok(output) })
-        },
-    );
-    (tool, calls)
-}
-
-/// Everything the model was sent on call `n`, as JSON text.
-fn sent(model: &MockCompletionModel, n: usize) -> String {
-    let request = &model.requests()[n];
-    serde_json::to_string(&(&request.chat_history, &request.documents)).unwrap()
-}
-
-fn stop_of(err: PromptError) -> Stopped {
-    hookbox_rig::stopped(&err).unwrap_or_else(|| panic!("not a hookbox stop: {err:?}"))
 }
 
 #[tokio::test]
@@ -183,7 +158,7 @@ async fn a_trapping_guard_stops_the_run_before_the_tool_and_the_next_model_call(
         .add_hook(guard(&[plugin(guests::PUPPET, &[])]))
         .build();
     let err = agent.prompt("go").max_turns(3).await.expect_err("stopped");
-    let stop = stop_of(err);
+    let stop = stopped(err);
     assert_eq!(stop.plugin(), "puppet");
     assert!(
         matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::Trap),
@@ -203,7 +178,7 @@ async fn a_looping_guard_stops_the_run_at_its_deadline_before_the_model_is_calle
         .add_hook(guard(&[plugin(guests::PUPPET, &[])]))
         .build();
     let err = agent.prompt("puppet:loop").await.expect_err("stopped");
-    let stop = stop_of(err);
+    let stop = stopped(err);
     assert!(
         matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::Deadline),
         "{stop}"
@@ -228,7 +203,7 @@ async fn a_terminate_while_streaming_ends_the_stream_with_the_stop() {
     let mut end = None;
     while let Some(item) = stream.next().await {
         match item {
-            Err(err) => end = Some(stop_of(err)),
+            Err(err) => end = Some(stopped(err)),
             Ok(MultiTurnStreamItem::FinalResponse(_)) => panic!("the run finished"),
             Ok(_) => {}
         }

@@ -16,49 +16,18 @@ use rig_agent::AgentBuilder;
 use rig_agent::agent::MultiTurnStreamItem;
 use rig_agent::completion::PromptError;
 use rig_agent::test_utils::{MockCompletionModel, MockStreamEvent, MockTurn};
-use rig_core::completion::message::ToolName;
-use rig_core::tool::{DynamicTool, ToolOutput};
+use rig_core::tool::ToolOutput;
 use serde_json::{Value, json};
 
 #[path = "../../../tests/adapters/support.rs"]
 mod support;
 
+mod common;
+use common::{sent, stop_of, terminated, tool};
+
 /// The puppet, answering on the event kinds named (comma-separated).
 fn puppet(subscribe: &str) -> Guard {
     Guard::new(support::puppet(subscribe))
-}
-
-fn tool(name: &str, output: ToolOutput) -> (DynamicTool, Arc<Mutex<Vec<Value>>>) {
-    let calls = Arc::new(Mutex::new(Vec::new()));
-    let seen = calls.clone();
-    let tool = DynamicTool::new(
-        ToolName::new(name).unwrap(),
-        "a test tool",
-        json!({"type": "object"}),
-        move |args| {
-            seen.lock().unwrap().push(args);
-            let output = output.clone();
-            Box::pin(async move { Ok(output) })
-        },
-    );
-    (tool, calls)
-}
-
-fn sent(model: &MockCompletionModel, n: usize) -> String {
-    serde_json::to_string(&model.requests()[n].chat_history).unwrap()
-}
-
-fn stop_of(result: Result<impl std::fmt::Debug, PromptError>) -> Stopped {
-    let err = result.expect_err("the run stopped");
-    hookbox_rig::stopped(&err).unwrap_or_else(|| panic!("not a hookbox stop: {err:?}"))
-}
-
-fn terminated(event: EventKind, reason: &str) -> Stopped {
-    Stopped::Terminated {
-        plugin: "puppet".into(),
-        event,
-        reason: reason.into(),
-    }
 }
 
 #[tokio::test]
