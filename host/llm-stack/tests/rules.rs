@@ -495,3 +495,55 @@ async fn a_skipped_call_is_asked_about_as_a_skipped_result() {
         "{seen:?}"
     );
 }
+
+/// The streamed loop, `tool_loop_stream`, with the pieces plugged in by
+/// hand: its events until the end, and how it ended.
+async fn streamed(
+    guard: &Guard,
+    model: &Arc<MockProvider>,
+    registry: ToolRegistry<()>,
+) -> (Vec<llm_stack::tool::LoopEvent>, Option<LlmError>) {
+    use futures_util::StreamExt;
+    let run = guard.start_run("streamed").expect("a run starts");
+    let params = ChatParams {
+        messages: vec![ChatMessage::user("go")],
+        tools: Some(registry.definitions()),
+        ..Default::default()
+    };
+    let config = run.config(ToolLoopConfig::default(), &registry);
+    let provider: Arc<dyn llm_stack::DynProvider> = Arc::new(run.provider(model.clone()));
+    let tools = Arc::new(run.registry(&registry));
+    let mut stream =
+        llm_stack::tool::tool_loop_stream(provider, tools, params, config, Arc::new(()));
+    let mut events = Vec::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(event) => events.push(event),
+            Err(err) => return (events, Some(err)),
+        }
+    }
+    (events, None)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_streamed_loop_is_guarded_the_same_way() {
+    // A skip: the tool never runs, the loop goes on to its answer.
+    let skip = "puppet:flow:skip:not now";
+    let model = model(vec![calls(&[skip]), sample_response("done")]);
+    let (registry, ran) = registry(&[skip]);
+    let (events, end) = streamed(&puppet("tool-call"), &model, registry).await;
+    assert!(end.is_none(), "{end:?}");
+    assert!(ran.lock().unwrap().is_empty());
+    assert!(matches!(
+        events.last(),
+        Some(llm_stack::tool::LoopEvent::Done(_))
+    ));
+    assert!(sent(&model, 1).contains("not now"), "{}", sent(&model, 1));
+
+    // A terminate on a delta: the stream ends with the stop, no tool runs.
+    let model = self::model(vec![sample_response("puppet:flow:terminate:enough")]);
+    let (tools, _) = self::registry(&[]);
+    let (_, end) = streamed(&puppet("text-delta"), &model, tools).await;
+    let stop = common::stopped(end.expect("the stream ended with an error"));
+    assert_eq!(stop, terminated(EventKind::TextDelta, "enough"));
+}
