@@ -7,11 +7,11 @@
 //! it is named in `HOOKBOX_LANGUAGES` (comma-separated, as CI sets it), which
 //! makes its absence a failure.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use hookbox::{EventKind, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent};
+use hookbox_author::cases::{self, CaseFile, Target};
 use serde_json::Value;
 
 fn workspace() -> &'static Path {
@@ -64,117 +64,19 @@ fn required() -> Vec<String> {
         .collect()
 }
 
-/// One file of the fixture: runs, each with its settings and steps.
-struct Case {
-    name: String,
-    runs: Vec<CaseRun>,
-}
-
-/// A run's settings, and its steps.
-type CaseRun = (BTreeMap<String, String>, Vec<Step>);
-
-/// An event, then what must follow it: the flow, the guest's log lines
-/// (`[level, message]`; none when not given) and the guest's whole
-/// scratchpad (empty when not given).
-struct Step {
-    event: StepEvent,
-    flow: Value,
-    logs: Value,
-    scratchpad: Value,
-}
-
-/// The guest log lines (`hookbox::guest` events) of this thread, as
-/// `[level, message]` pairs.
-#[derive(Clone, Default)]
-struct GuestLog(Arc<Mutex<Vec<Value>>>);
-
-impl GuestLog {
-    fn take(&self) -> Value {
-        Value::Array(std::mem::take(&mut *self.0.lock().unwrap()))
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for GuestLog {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        struct Message(String);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        if event.metadata().target() != "hookbox::guest" {
-            return;
-        }
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        let level = event.metadata().level().as_str().to_ascii_lowercase();
-        self.0
-            .lock()
-            .unwrap()
-            .push(serde_json::json!([level, message.0]));
-    }
-}
-
-fn fixture() -> Vec<Case> {
+/// The fixture, in the case format `hookbox test` reads
+/// (`hookbox_author::cases`): the same files run through
+/// `hookbox test GUARD.wasm --cases languages/conformance`.
+fn fixture() -> Vec<CaseFile> {
     let dir = workspace().join("languages/conformance");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| path.extension().is_some_and(|e| e == "json"))
-        .collect();
-    files.sort();
+    let files = cases::read_cases(&dir).unwrap_or_else(|e| panic!("{e}"));
     assert!(files.len() >= 10, "the fixture is in {}", dir.display());
     files
-        .iter()
-        .map(|path| {
-            let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            let text = std::fs::read_to_string(path).unwrap();
-            let case: Value = serde_json::from_str(&text)
-                .unwrap_or_else(|e| panic!("{}: not JSON: {e}", path.display()));
-            let runs = case["runs"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{name}: `runs` must be a list"))
-                .iter()
-                .map(|run| {
-                    let config = serde_json::from_value(run["config"].clone())
-                        .unwrap_or_else(|e| panic!("{name}: bad config: {e}"));
-                    let steps = run["steps"]
-                        .as_array()
-                        .unwrap_or_else(|| panic!("{name}: `steps` must be a list"))
-                        .iter()
-                        .map(|step| {
-                            let event = serde_json::from_value(step[0].clone())
-                                .unwrap_or_else(|e| panic!("{name}: bad event {}: {e}", step[0]));
-                            let or =
-                                |i: usize, default: Value| step.get(i).cloned().unwrap_or(default);
-                            Step {
-                                event,
-                                flow: step[1].clone(),
-                                logs: or(2, serde_json::json!([])),
-                                scratchpad: or(3, serde_json::json!({})),
-                            }
-                        })
-                        .collect();
-                    (config, steps)
-                })
-                .collect();
-            Case { name, runs }
-        })
-        .collect()
 }
 
-/// Runs the whole fixture against the component at `path`, capturing the
-/// guest's log; returns every disagreement.
+/// Runs the whole fixture against the component at `path`; returns every
+/// disagreement.
 fn disagreements(path: &Path) -> Vec<String> {
-    use tracing_subscriber::layer::SubscriberExt;
-    let log = GuestLog::default();
-    let subscriber = tracing_subscriber::registry().with(log.clone());
-    tracing::subscriber::with_default(subscriber, || run_fixture(path, &log))
-}
-
-fn run_fixture(path: &Path, log: &GuestLog) -> Vec<String> {
     let runtime = runtime();
     let compiled = match Plugin::from_file(runtime, path, PluginOptions::default()) {
         Ok(plugin) => plugin,
@@ -198,48 +100,10 @@ fn run_fixture(path: &Path, log: &GuestLog) -> Vec<String> {
             _ => {}
         }
     }
-    for case in fixture() {
-        for (r, (config, steps)) in case.runs.iter().enumerate() {
-            let options = PluginOptions {
-                config: config.clone(),
-                ..PluginOptions::default()
-            };
-            // The same compiled guard, with this run's settings.
-            let plugin = match compiled.with_options(options) {
-                Ok(plugin) => plugin,
-                Err(e) => {
-                    found.push(format!("{} run {r}: does not load: {e}", case.name));
-                    continue;
-                }
-            };
-            let mut stack = HookStack::new();
-            stack.push_plugin(plugin.into());
-            let mut run = stack.start_run(format!("{}-{r}", case.name));
-            let ctx = run.context(1);
-            log.take();
-            for (s, step) in steps.iter().enumerate() {
-                let answer = answer_json(run.dispatch(&ctx, &step.event));
-                let logged = log.take();
-                let kept = match run.scratchpads().pop_first() {
-                    Some((_, entries)) => serde_json::json!(entries),
-                    None => serde_json::json!({}),
-                };
-                for (what, expected, got) in [
-                    ("flow", &step.flow, answer),
-                    ("log", &step.logs, logged),
-                    ("scratchpad", &step.scratchpad, kept),
-                ] {
-                    if expected != &got {
-                        found.push(format!(
-                            "{} run {r} step {s}: the {what}\n    expected {expected}\n    got      {got}",
-                            case.name
-                        ));
-                    }
-                }
-            }
-        }
-    }
     found.extend(large_result(&compiled));
+    let report = cases::run(&Target::Guard(compiled), &fixture());
+    assert!(report.steps > 50, "the fixture has its steps: {report:?}");
+    found.extend(report.failures.iter().map(ToString::to_string));
     found
 }
 

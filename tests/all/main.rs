@@ -4,6 +4,7 @@ mod support;
 mod wat;
 
 mod cache;
+mod cases;
 mod conformance;
 mod directory;
 mod examples;
@@ -11,8 +12,10 @@ mod fail_closed;
 mod isolation;
 mod loading;
 mod openai;
+mod pins;
 mod properties;
 mod reload;
 mod runner;
 mod serve;
+mod shadow;
 mod slots;

@@ -230,6 +230,65 @@ fn a_misbehaving_guest_answers_fail_closed_and_is_counted() {
 }
 
 #[test]
+fn a_shadow_plugins_decisions_and_failures_are_shown_apart_and_never_block() {
+    let dir = scratch_dir("serve-shadow");
+    put(&dir, "trial.wasm", guests::PUPPET);
+    put(&dir, "guard.wasm", guests::PUPPET);
+    std::fs::write(
+        dir.join("hookbox.toml"),
+        "[[plugin]]\nfile = \"trial.wasm\"\nmode = \"shadow\"\n[plugin.config]\nname = \"trial\"\n\n\
+         [[plugin]]\nfile = \"guard.wasm\"\n[plugin.config]\nname = \"guard\"\n",
+    )
+    .unwrap();
+    let (_tokio, server) = serving(watched(&dir), ServeConfig::default());
+    let f = Fixture {
+        _tokio,
+        server,
+        dir,
+    };
+    let run = f.new_run();
+    let (status, flow) = f.event(&run, &tool_call("trial:flow:skip:would block"));
+    assert_eq!((status, &flow["flow"]), (200, &json!("continue")), "{flow}");
+    assert_eq!(
+        flow["shadow"][0],
+        json!({"plugin": "trial", "flow": {"flow": "skip", "reason": "would block"}})
+    );
+    // A shadow that traps: the run goes on.
+    let (_, flow) = f.event(&run, &tool_call("trial:panic"));
+    assert_eq!(flow["flow"], "continue", "{flow}");
+    assert_eq!(flow["shadow"][0]["fail_closed"]["cause"], "trap");
+    let (_, flow) = f.event(&run, &tool_call("guard:flow:skip:enforced"));
+    assert_eq!(flow["flow"], "skip", "{flow}");
+
+    let (_, status) = f.json("GET", "/status", "");
+    let trial = &status["plugins"][0];
+    assert_eq!(
+        (&trial["name"], &trial["mode"]),
+        (&json!("trial"), &json!("shadow"))
+    );
+    assert_eq!(
+        trial["shadow_decisions"],
+        json!({"fail-closed:trap": 1, "skip": 1})
+    );
+    assert_eq!(status["plugins"][1]["mode"], "enforce");
+    assert_eq!(
+        status["plugins"][1]["sha256"],
+        json!(hookbox::cache::sha256_hex(
+            &std::fs::read(guests::PUPPET).unwrap()
+        ))
+    );
+    let (_, metrics) = f.request("GET", "/metrics", "");
+    for line in [
+        "hookbox_shadow_decisions_total{plugin=\"trial\",flow=\"skip\"} 1",
+        "hookbox_shadow_fail_closed_total{plugin=\"trial\",cause=\"trap\"} 1",
+        "hookbox_flows_total{flow=\"skip\"} 1",
+        "hookbox_fail_closed_total{cause=\"trap\"} 0",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
+}
+
+#[test]
 fn runs_keep_their_snapshot_while_the_directory_reloads_under_them() {
     let f = Fixture::new("serve-reload", ServeConfig::default());
     let old = f.new_run();

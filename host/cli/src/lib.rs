@@ -15,6 +15,7 @@
 //! 0 with the answer in JSON, or 2 where that agent denies on exit 2.
 
 mod agent_hook;
+mod author;
 mod mcp;
 mod run;
 mod terminal;
@@ -181,6 +182,51 @@ enum Command {
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
     },
+    /// Make a guard project that builds, passes its own test cases and
+    /// loads: `hookbox new no-shell --lang rust`.
+    New {
+        /// The plugin's name, and its folder's: lowercase letters, digits, dashes.
+        name: String,
+        /// rust, javascript, python, c or go.
+        #[arg(long, default_value = "rust")]
+        lang: String,
+        /// Where to make the folder.
+        #[arg(long, default_value = ".")]
+        dir: PathBuf,
+        /// A Rust guard's `hookbox-sdk`: the path of the SDK's folder
+        /// (default: the SDK this hookbox was built from).
+        #[arg(long, value_name = "PATH")]
+        sdk: Option<PathBuf>,
+    },
+    /// Build a guard project into a component and check it loads (Rust
+    /// needs only cargo: the component is encoded in-process).
+    Build {
+        /// The project's folder.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+        /// Where to write the component (default: DIR/NAME.wasm).
+        #[arg(short, long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Run test cases against guards or plugin directories: a guard project
+    /// is built first and takes its cases from DIR/cases/, a plugin
+    /// directory from DIR/cases/, a component from FILE.cases/. Prints a
+    /// diff for every failing step; exits 1 if any failed.
+    Test {
+        /// Guard projects, components (`.wasm`) or plugin directories
+        /// (default: the current folder).
+        paths: Vec<PathBuf>,
+        /// A case file, or a folder of them, instead of the default place.
+        #[arg(long, value_name = "PATH")]
+        cases: Option<PathBuf>,
+    },
+    /// Pin every plugin of a directory that loads to the sha256 of its
+    /// bytes, in hookbox.toml (written if there is none). A pinned plugin
+    /// whose bytes change is refused, also on hot reload.
+    Lock {
+        /// The plugin directory.
+        dir: PathBuf,
+    },
     /// Replay events (JSON lines) through a stack; print the net flow of each.
     Replay {
         /// A plugin, in stack order (repeatable).
@@ -264,6 +310,15 @@ where
             end_sessions_on_reload,
         ),
         Command::Check { plugins } => check(&plugins),
+        Command::New {
+            name,
+            lang,
+            dir,
+            sdk,
+        } => author::new(&name, &lang, &dir, sdk),
+        Command::Build { dir, out } => author::build(&dir, out.as_deref()),
+        Command::Test { paths, cases } => author::test(&paths, cases.as_deref()),
+        Command::Lock { dir } => author::lock(&dir),
         Command::Mcp {
             dir,
             hide_tools,
@@ -585,7 +640,7 @@ fn refused_facts(runtime: &Runtime, name: &str, path: &Path) {
     }
 }
 
-fn describe(plugin: &Plugin) {
+pub(crate) fn describe(plugin: &Plugin) {
     terminal::say!("  name:          {}", plugin.name());
     facts(plugin.info(), Some(plugin.subscriptions()));
 }

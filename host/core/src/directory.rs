@@ -8,7 +8,12 @@
 //! - only components are loaded, compiled from their bytes: a precompiled
 //!   artifact found in the directory is never loaded;
 //! - a required plugin that cannot load stays in the stack as unloadable, so
-//!   every run fails closed naming it; an optional one is left out.
+//!   every run fails closed naming it; an optional one is left out;
+//! - a plugin whose manifest entry pins a `sha256` is refused (phase `pin`,
+//!   both digests named) unless its bytes have that digest;
+//! - a `mode = "shadow"` plugin goes into the stack as a shadow
+//!   ([`HookStack::push_shadow`]); one that cannot load is left out, as
+//!   shadows never fail a run closed.
 //!
 //! Every problem is reported with the file and the reason.
 
@@ -18,7 +23,7 @@ use std::sync::Arc;
 
 use crate::engine::Runtime;
 use crate::error::{Error, LoadError, LoadPhase};
-use crate::manifest::{MANIFEST, Manifest, PluginEntry};
+use crate::manifest::{MANIFEST, Manifest, Mode, PluginEntry};
 use crate::plugin::{Plugin, PluginOptions};
 use crate::stack::HookStack;
 
@@ -31,6 +36,11 @@ pub struct PluginStatus {
     pub file: String,
     /// Whether a failure to load fails every run closed.
     pub required: bool,
+    /// Enforce, or shadow.
+    pub mode: Mode,
+    /// The sha256 (hex) of the bytes it was loaded from; `None` when the
+    /// file could not be read.
+    pub sha256: Option<String>,
     /// The loaded plugin, or why it could not be loaded.
     pub result: Result<Arc<Plugin>, LoadError>,
     /// After a reload: the plugin's newest file (or settings) failed to
@@ -89,6 +99,8 @@ pub fn plan(dir: &Path) -> Result<(Vec<PluginEntry>, bool, Vec<String>), Error> 
                 required: true,
                 config: BTreeMap::new(),
                 limits: Default::default(),
+                mode: Mode::Enforce,
+                sha256: None,
             })
             .collect();
         (entries, false)
@@ -120,15 +132,37 @@ pub fn plan(dir: &Path) -> Result<(Vec<PluginEntry>, bool, Vec<String>), Error> 
 /// As [`plan`]; a plugin that fails to load is not an error but a
 /// [`PluginStatus`] with the reason.
 pub fn load(runtime: &Runtime, dir: &Path) -> Result<LoadedDir, Error> {
-    load_with(runtime, dir, |_, _, _| None)
+    load_with(runtime, dir, Pins::Check, |_, _, _| None)
+}
+
+/// Loads `dir` as [`load`] does, but with every `sha256` pin of its
+/// manifest ignored: what `hookbox lock` pins, and nothing to run.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_unpinned(runtime: &Runtime, dir: &Path) -> Result<LoadedDir, Error> {
+    load_with(runtime, dir, Pins::Ignore, |_, _, _| None)
+}
+
+/// Whether a load checks the manifest's pins.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Pins {
+    Check,
+    Ignore,
 }
 
 pub(crate) fn load_with(
     runtime: &Runtime,
     dir: &Path,
+    pins: Pins,
     mut reuse: impl FnMut(&PluginEntry, &[u8], &PluginOptions) -> Option<Arc<Plugin>>,
 ) -> Result<LoadedDir, Error> {
-    let (entries, has_manifest, unlisted) = plan(dir)?;
+    let (mut entries, has_manifest, unlisted) = plan(dir)?;
+    if pins == Pins::Ignore {
+        for entry in &mut entries {
+            entry.sha256 = None;
+        }
+    }
     // Read every file and ask `reuse` first, in order; then compile what is
     // left in parallel (compilation dominates a cold start).
     let prepared: Vec<Prepared> = entries
@@ -139,26 +173,41 @@ pub(crate) fn load_with(
                 limits: Some(entry.limits.apply(&runtime.config().default_limits)),
                 config: entry.config_text(),
             };
-            let state = match read_inside(dir, &entry.file, runtime.config().max_plugin_bytes) {
-                Err(reason) => Ready(Err(LoadError::new(&name, LoadPhase::Read, reason))),
-                Ok(bytes) => match reuse(&entry, &bytes, &options) {
-                    Some(plugin) => Ready(Ok(plugin)),
-                    None => Compile(bytes, options),
-                },
-            };
-            Prepared { entry, name, state }
+            let (state, sha256) =
+                match read_inside(dir, &entry.file, runtime.config().max_plugin_bytes) {
+                    Err(reason) => (
+                        Ready(Err(LoadError::new(&name, LoadPhase::Read, reason))),
+                        None,
+                    ),
+                    Ok(bytes) => {
+                        let digest = crate::cache::sha256_hex(&bytes);
+                        match reuse(&entry, &bytes, &options) {
+                            Some(plugin) => (Ready(Ok(plugin)), Some(digest)),
+                            None => (Compile(bytes, options), Some(digest)),
+                        }
+                    }
+                };
+            Prepared {
+                entry,
+                name,
+                state,
+                sha256,
+            }
         })
         .collect();
     let results = compile_all(runtime, prepared);
 
     let mut stack = HookStack::new();
     let mut plugins = Vec::with_capacity(results.len());
-    for (entry, name, result) in results {
+    for (entry, name, sha256, result) in results {
         match &result {
+            Ok(plugin) if entry.mode == Mode::Shadow => {
+                stack.push_shadow(plugin.clone());
+            }
             Ok(plugin) => {
                 stack.push_plugin(plugin.clone());
             }
-            Err(reason) if entry.required => {
+            Err(reason) if entry.required && entry.mode == Mode::Enforce => {
                 tracing::error!(
                     plugin = name,
                     file = entry.file,
@@ -175,7 +224,12 @@ pub(crate) fn load_with(
                 tracing::warn!(
                     plugin = name,
                     file = entry.file,
-                    "optional plugin left out: {}: {}",
+                    "{} plugin left out: {}: {}",
+                    if entry.mode == Mode::Shadow {
+                        "shadow"
+                    } else {
+                        "optional"
+                    },
                     reason.phase,
                     reason.reason
                 );
@@ -185,6 +239,8 @@ pub(crate) fn load_with(
             name,
             file: entry.file,
             required: entry.required,
+            mode: entry.mode,
+            sha256,
             result,
             newer_version_failed: None,
         });
@@ -202,6 +258,7 @@ struct Prepared {
     entry: PluginEntry,
     name: String,
     state: PreparedState,
+    sha256: Option<String>,
 }
 
 enum PreparedState {
@@ -217,9 +274,12 @@ type Loaded = Result<Arc<Plugin>, LoadError>;
 
 /// Compiles the entries that need it on up to one thread per core, and
 /// returns every entry with its result, in order.
-fn compile_all(runtime: &Runtime, prepared: Vec<Prepared>) -> Vec<(PluginEntry, String, Loaded)> {
-    let compile = |name: &str, bytes: &[u8], options: &PluginOptions| {
-        Plugin::from_bytes(runtime, name, bytes, options.clone()).map(Arc::new)
+fn compile_all(
+    runtime: &Runtime,
+    prepared: Vec<Prepared>,
+) -> Vec<(PluginEntry, String, Option<String>, Loaded)> {
+    let compile = |entry: &PluginEntry, name: &str, bytes: &[u8], options: &PluginOptions| {
+        build(runtime, entry, name, bytes, options).map(Arc::new)
     };
     let pending = prepared
         .iter()
@@ -239,7 +299,7 @@ fn compile_all(runtime: &Runtime, prepared: Vec<Prepared>) -> Vec<(PluginEntry, 
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(item) = prepared.get(i) else { break };
                         if let Compile(bytes, options) = &item.state {
-                            let result = compile(&item.name, bytes, options);
+                            let result = compile(&item.entry, &item.name, bytes, options);
                             if let Ok(mut slot) = compiled[i].lock() {
                                 *slot = Some(result);
                             }
@@ -256,11 +316,47 @@ fn compile_all(runtime: &Runtime, prepared: Vec<Prepared>) -> Vec<(PluginEntry, 
             let done = slot.into_inner().ok().flatten();
             let result = match (item.state, done) {
                 (_, Some(result)) | (Ready(result), None) => result,
-                (Compile(bytes, options), None) => compile(&item.name, &bytes, &options),
+                (Compile(bytes, options), None) => {
+                    compile(&item.entry, &item.name, &bytes, &options)
+                }
             };
-            (item.entry, item.name, result)
+            (item.entry, item.name, item.sha256, result)
         })
         .collect()
+}
+
+/// Compiles one entry's bytes, after checking them against its pin.
+pub(crate) fn build(
+    runtime: &Runtime,
+    entry: &PluginEntry,
+    name: &str,
+    bytes: &[u8],
+    options: &PluginOptions,
+) -> Result<Plugin, LoadError> {
+    check_pin(entry, name, bytes)?;
+    Plugin::from_bytes(runtime, name, bytes, options.clone())
+}
+
+/// Whether `bytes` are what `entry` pins (anything, when it pins nothing).
+///
+/// # Errors
+/// A [`LoadError`] in phase [`LoadPhase::Pin`] naming both digests.
+pub fn check_pin(entry: &PluginEntry, name: &str, bytes: &[u8]) -> Result<(), LoadError> {
+    let Some(pinned) = &entry.sha256 else {
+        return Ok(());
+    };
+    let actual = crate::cache::sha256_hex(bytes);
+    if &actual == pinned {
+        return Ok(());
+    }
+    Err(LoadError::new(
+        name,
+        LoadPhase::Pin,
+        format!(
+            "{} has sha256 {actual}, but {MANIFEST} pins {pinned}; if this file is the one you reviewed, `hookbox lock` pins it",
+            entry.file
+        ),
+    ))
 }
 
 /// The `*.wasm` file names in `dir`, sorted.

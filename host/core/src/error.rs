@@ -196,6 +196,8 @@ pub enum LoadPhase {
     /// Declares more than a plugin may ever use (memories, tables), or took
     /// longer to compile than the runtime allows.
     Limits,
+    /// Its bytes are not the ones the manifest pins (`sha256`).
+    Pin,
 }
 
 impl fmt::Display for LoadPhase {
@@ -207,6 +209,7 @@ impl fmt::Display for LoadPhase {
             LoadPhase::World => "world",
             LoadPhase::Instantiate => "instantiate",
             LoadPhase::Limits => "limits",
+            LoadPhase::Pin => "pin",
         })
     }
 }

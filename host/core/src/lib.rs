@@ -85,5 +85,7 @@ pub use flow::{Conflict, Document, Flow, RequestPatch};
 pub use inspect::{PluginInfo, inspect};
 pub use limits::Limits;
 pub use plugin::{Plugin, PluginOptions};
-pub use stack::{Decision, FnHook, Hook, HookStack, Outcome, Run, hook_fn, outcome_json};
+pub use stack::{
+    Decision, FnHook, Hook, HookStack, Outcome, Run, Shadowed, hook_fn, outcome_json, shadow_json,
+};
 pub use stopped::Stopped;

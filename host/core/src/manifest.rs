@@ -8,6 +8,9 @@
 //! name = "deny"                   # default: the file stem
 //! required = true                 # default: true. A required plugin that
 //!                                 # cannot load makes every run fail closed.
+//! mode = "enforce"                # default. "shadow": asked and logged,
+//!                                 # but its answers never change a run
+//! sha256 = "f7e4c02fa2448dcd54812e49d926b4491f1d8ec76a2481c17faf64eca047ca37"   # optional pin
 //! [plugin.config]                 # handed to the guest's `config` import
 //! deny = "shell, net_*"
 //! max_calls = 10                  # numbers and booleans become text
@@ -59,6 +62,55 @@ pub struct PluginEntry {
     /// Overrides of the default limits.
     #[serde(default)]
     pub limits: LimitsEntry,
+    /// Enforce (the default) or shadow: see [`Mode`].
+    #[serde(default)]
+    pub mode: Mode,
+    /// The sha256 of the file's bytes, in hex: a file with other bytes is
+    /// refused (a required one makes runs fail closed, as for any load
+    /// failure). `hookbox lock` writes it.
+    #[serde(default, deserialize_with = "digest")]
+    pub sha256: Option<String>,
+}
+
+/// How a plugin's answers count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// Its answers compose into the run's net flow; its failures fail the
+    /// run closed.
+    #[default]
+    Enforce,
+    /// It is asked like any plugin and what it answered (or how it failed)
+    /// is logged, counted and reported with the decision
+    /// ([`crate::Decision::shadow`]), but it never changes the net flow and
+    /// never makes a run fail closed: a new guard's trial run.
+    Shadow,
+}
+
+impl Mode {
+    /// `enforce` or `shadow`, as the manifest writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Enforce => "enforce",
+            Mode::Shadow => "shadow",
+        }
+    }
+}
+
+/// A sha256 digest in hex: 64 hex digits, read in lowercase.
+fn digest<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let text = String::deserialize(d)?;
+    let hex = text
+        .strip_prefix("sha256:")
+        .unwrap_or(&text)
+        .to_ascii_lowercase();
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(Some(hex))
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "sha256 must be 64 hex digits (the file's digest, as `sha256sum` or `hookbox lock` print it), not `{text}`"
+        )))
+    }
 }
 
 fn yes() -> bool {
@@ -243,6 +295,32 @@ mod tests {
                 .limits
                 .deadline_ms,
             Some(50)
+        );
+    }
+
+    #[test]
+    fn mode_and_sha256_parse_and_are_checked() {
+        let digest = "AB".repeat(32);
+        let manifest = Manifest::parse(&format!(
+            "[[plugin]]\nfile = \"a.wasm\"\nmode = \"shadow\"\nsha256 = \"sha256:{digest}\"\n[[plugin]]\nfile = \"b.wasm\"\n"
+        ))
+        .unwrap();
+        assert_eq!(manifest.plugins[0].mode, Mode::Shadow);
+        assert_eq!(
+            manifest.plugins[0].sha256.as_deref(),
+            Some(&*"ab".repeat(32))
+        );
+        assert_eq!(
+            (manifest.plugins[1].mode, &manifest.plugins[1].sha256),
+            (Mode::Enforce, &None)
+        );
+
+        let err = Manifest::parse("[[plugin]]\nfile = \"a.wasm\"\nmode = \"audit\"\n").unwrap_err();
+        assert!(err.contains("line 3") && err.contains("shadow"), "{err}");
+        let err = Manifest::parse("[[plugin]]\nfile = \"a.wasm\"\nsha256 = \"abc\"\n").unwrap_err();
+        assert!(
+            err.contains("line 3") && err.contains("64 hex digits"),
+            "{err}"
         );
     }
 

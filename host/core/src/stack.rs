@@ -7,6 +7,13 @@
 //! | tool-result | **chain** on the model-visible result; outcome and extensions stay the tool's raw values for every hook |
 //! | every other | **first non-continue wins** |
 //!
+//! A shadow plugin ([`HookStack::push_shadow`], `mode = "shadow"` in the
+//! manifest) is asked in its place like any other, and its answer is
+//! checked the same way, but it never takes part in the composition: what
+//! it would have done (a non-continue answer, or the failure that would
+//! have failed the run closed) is logged, and reported in
+//! [`Decision::shadow`]. A shadow that fails is not asked again in the run.
+//!
 //! Each hook's answer is checked against the flows its event honours
 //! ([`crate::rules`]) before it is composed; a rewrite-args must be JSON. A
 //! stack is itself a hook: nesting one follows the same rules, and a stack of
@@ -91,6 +98,20 @@ pub struct Decision {
     /// result) as rewritten by earlier hooks, which the following
     /// tool-result event must carry.
     pub rewritten: Option<String>,
+    /// What shadow plugins would have done instead of continuing, in stack
+    /// order: none of it was acted on.
+    pub shadow: Vec<Shadowed>,
+}
+
+/// A shadow plugin's answer other than continue, or its failure: what it
+/// would have done had it been enforcing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shadowed {
+    /// The shadow plugin.
+    pub plugin: Arc<str>,
+    /// Its answer (checked like an enforcing plugin's), or the failure that
+    /// would have failed the run closed.
+    pub outcome: Result<Flow, FailClosed>,
 }
 
 impl Decision {
@@ -100,6 +121,7 @@ impl Decision {
             flow,
             plugin: None,
             rewritten: None,
+            shadow: Vec::new(),
         }
     }
 
@@ -115,7 +137,10 @@ pub type Outcome = Result<Decision, FailClosed>;
 #[derive(Clone)]
 enum Entry {
     Native(Arc<dyn Hook>),
-    Plugin(Arc<Plugin>),
+    Plugin {
+        plugin: Arc<Plugin>,
+        shadow: bool,
+    },
     Stack(Arc<HookStack>),
     /// A required plugin that could not be loaded: every run fails closed.
     Unloadable {
@@ -164,9 +189,21 @@ impl HookStack {
 
     /// Adds a WASM plugin after the others; each run gets its own instance.
     pub fn push_plugin(&mut self, plugin: Arc<Plugin>) -> &mut Self {
+        self.push_wasm(plugin, false)
+    }
+
+    /// Adds a WASM plugin in shadow mode after the others: asked at its
+    /// place, its answers and failures logged and reported
+    /// ([`Decision::shadow`]), never acted on. Its instance is per run, as
+    /// for any plugin.
+    pub fn push_shadow(&mut self, plugin: Arc<Plugin>) -> &mut Self {
+        self.push_wasm(plugin, true)
+    }
+
+    fn push_wasm(&mut self, plugin: Arc<Plugin>, shadow: bool) -> &mut Self {
         self.subscriptions = self.subscriptions.union(plugin.subscriptions());
         self.need_slots(plugin.runtime(), 1);
-        self.entries.push(Entry::Plugin(plugin));
+        self.entries.push(Entry::Plugin { plugin, shadow });
         self
     }
 
@@ -283,9 +320,10 @@ impl HookStack {
                     name: Arc::from(hook.name()),
                     hook: hook.clone(),
                 },
-                Entry::Plugin(plugin) => Slot::Plugin {
+                Entry::Plugin { plugin, shadow } => Slot::Plugin {
                     plugin: plugin.clone(),
                     instance: Instance::NotStarted(BTreeMap::new()),
+                    shadow: *shadow,
                 },
                 Entry::Stack(stack) => Slot::Stack {
                     slots: stack.slots(),
@@ -327,6 +365,8 @@ enum Slot {
     Plugin {
         plugin: Arc<Plugin>,
         instance: Instance,
+        /// Asked, never acted on.
+        shadow: bool,
     },
     Stack {
         slots: Vec<Slot>,
@@ -504,10 +544,12 @@ fn dispatch_to(
     if !subscriptions.contains(kind) && kind != EventKind::InvalidToolCall {
         return Ok(Decision::new(kind.default_flow()));
     }
-    let outcome = compose(slots, ctx, event, kind).map(|mut decision| {
+    let mut shadows = Vec::new();
+    let outcome = compose(slots, ctx, event, kind, &mut shadows).map(|mut decision| {
         if decision.flow.is_continue() {
             decision.flow = kind.default_flow();
         }
+        decision.shadow = shadows;
         decision
     });
     if outcome.as_ref().map_or(true, Decision::ends_run) {
@@ -516,13 +558,25 @@ fn dispatch_to(
     outcome
 }
 
-fn compose(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKind) -> Outcome {
+/// What shadow plugins would have done, gathered while a stack composes.
+type Shadows = Vec<Shadowed>;
+
+fn compose(
+    slots: &mut [Slot],
+    ctx: &HookContext,
+    event: &StepEvent,
+    kind: EventKind,
+    shadows: &mut Shadows,
+) -> Outcome {
     match kind.composition() {
-        Composition::Accumulate => accumulate(slots, ctx, event, kind),
-        Composition::Chain => chain(slots, ctx, event, kind),
+        Composition::Accumulate => accumulate(slots, ctx, event, kind, shadows),
+        Composition::Chain => chain(slots, ctx, event, kind, shadows),
         Composition::FirstNonContinue => {
             for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
-                let decision = slot.decide(ctx, event, kind)?;
+                let Some(decision) = slot.ask(ctx, event, kind, shadows) else {
+                    continue;
+                };
+                let decision = decision?;
                 if !decision.flow.is_continue() {
                     return Ok(decision);
                 }
@@ -537,10 +591,14 @@ fn accumulate(
     ctx: &HookContext,
     event: &StepEvent,
     kind: EventKind,
+    shadows: &mut Shadows,
 ) -> Outcome {
     let mut merged: Option<(RequestPatch, Arc<str>)> = None;
     for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
-        let decision = slot.decide(ctx, event, kind)?;
+        let Some(decision) = slot.ask(ctx, event, kind, shadows) else {
+            continue;
+        };
+        let decision = decision?;
         let plugin = decision.plugin.clone().unwrap_or_else(|| Arc::from("?"));
         match decision.flow {
             Flow::Continue => {}
@@ -565,19 +623,27 @@ fn accumulate(
     }
     Ok(match merged {
         Some((patch, plugin)) => Decision {
-            flow: Flow::PatchRequest(patch),
             plugin: Some(plugin),
-            rewritten: None,
+            ..Decision::new(Flow::PatchRequest(patch))
         },
         None => Decision::new(Flow::Continue),
     })
 }
 
-fn chain(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKind) -> Outcome {
+fn chain(
+    slots: &mut [Slot],
+    ctx: &HookContext,
+    event: &StepEvent,
+    kind: EventKind,
+    shadows: &mut Shadows,
+) -> Outcome {
     let mut current = Cow::Borrowed(event);
     let mut rewrite: Option<(String, Option<Arc<str>>)> = None;
     for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
-        let decision = slot.decide(ctx, &current, kind)?;
+        let Some(decision) = slot.ask(ctx, &current, kind, shadows) else {
+            continue;
+        };
+        let decision = decision?;
         if let Some(kept) = decision.rewritten {
             rewrite = Some((kept, decision.plugin.clone()));
         }
@@ -593,22 +659,21 @@ fn chain(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKi
             }
             flow => {
                 return Ok(Decision {
-                    flow,
                     plugin: decision.plugin,
                     rewritten: rewrite.map(|(text, _)| text),
+                    ..Decision::new(flow)
                 });
             }
         }
     }
     Ok(match rewrite {
         Some((text, plugin)) => Decision {
-            flow: if kind == EventKind::ToolCall {
+            plugin,
+            ..Decision::new(if kind == EventKind::ToolCall {
                 Flow::RewriteArgs(text)
             } else {
                 Flow::RewriteResult(text)
-            },
-            plugin,
-            rewritten: None,
+            })
         },
         None => Decision::new(Flow::Continue),
     })
@@ -618,7 +683,9 @@ fn chain(slots: &mut [Slot], ctx: &HookContext, event: &StepEvent, kind: EventKi
 fn walk_plugins(slots: &[Slot], visit: &mut impl FnMut(&str, &Instance)) {
     for slot in slots {
         match slot {
-            Slot::Plugin { plugin, instance } => visit(plugin.name(), instance),
+            Slot::Plugin {
+                plugin, instance, ..
+            } => visit(plugin.name(), instance),
             Slot::Stack { slots, .. } => walk_plugins(slots, visit),
             _ => {}
         }
@@ -629,7 +696,9 @@ fn walk_plugins(slots: &[Slot], visit: &mut impl FnMut(&str, &Instance)) {
 fn walk_plugins_mut(slots: &mut [Slot], visit: &mut impl FnMut(&str, &mut Instance)) {
     for slot in slots {
         match slot {
-            Slot::Plugin { plugin, instance } => visit(plugin.name(), instance),
+            Slot::Plugin {
+                plugin, instance, ..
+            } => visit(plugin.name(), instance),
             Slot::Stack { slots, .. } => walk_plugins_mut(slots, visit),
             _ => {}
         }
@@ -650,7 +719,9 @@ fn unique_key(seen: &mut BTreeMap<String, usize>, name: &str) -> String {
 fn instantiate_slots(slots: &mut [Slot], run_id: &str) -> Result<(), FailClosed> {
     for slot in slots {
         match slot {
-            Slot::Plugin { plugin, instance } => {
+            Slot::Plugin {
+                plugin, instance, ..
+            } => {
                 if let Instance::NotStarted(seed) = instance {
                     match plugin.instantiate(run_id, std::mem::take(seed)) {
                         Ok(live) => *instance = Instance::Live(live),
@@ -685,10 +756,71 @@ impl Slot {
         }
     }
 
-    fn decide(&mut self, ctx: &HookContext, event: &StepEvent, kind: EventKind) -> Outcome {
+    /// The slot's decision, or `None` for a shadow plugin, whose answer is
+    /// recorded in `shadows` (when it is not continue) instead.
+    fn ask(
+        &mut self,
+        ctx: &HookContext,
+        event: &StepEvent,
+        kind: EventKind,
+        shadows: &mut Shadows,
+    ) -> Option<Outcome> {
+        let Slot::Plugin {
+            plugin,
+            instance,
+            shadow: true,
+        } = self
+        else {
+            return Some(self.decide(ctx, event, kind, shadows));
+        };
+        if matches!(instance, Instance::Dead) {
+            // Reported when it failed; a run never dies of a shadow.
+            return None;
+        }
+        let name = plugin.name_arc().clone();
+        let outcome = match self.decide(ctx, event, kind, shadows) {
+            Ok(decision) if decision.flow.is_continue() => return None,
+            Ok(decision) => {
+                tracing::info!(
+                    target: "hookbox::shadow",
+                    plugin = &*name,
+                    event = kind.name(),
+                    flow = decision.flow.name(),
+                    "shadow plugin would have answered `{}`; not acted on",
+                    decision.flow.name()
+                );
+                Ok(decision.flow)
+            }
+            Err(failure) => {
+                tracing::warn!(
+                    target: "hookbox::shadow",
+                    plugin = &*name,
+                    event = kind.name(),
+                    cause = failure.cause.name(),
+                    "shadow plugin failed (the run goes on): {failure}"
+                );
+                Err(failure)
+            }
+        };
+        shadows.push(Shadowed {
+            plugin: name,
+            outcome,
+        });
+        None
+    }
+
+    fn decide(
+        &mut self,
+        ctx: &HookContext,
+        event: &StepEvent,
+        kind: EventKind,
+        shadows: &mut Shadows,
+    ) -> Outcome {
         match self {
             Slot::Native { name, hook } => checked(name, kind, hook.on_event(ctx, event)),
-            Slot::Plugin { plugin, instance } => {
+            Slot::Plugin {
+                plugin, instance, ..
+            } => {
                 let live = match instance {
                     Instance::Live(live) => live,
                     Instance::Dead => {
@@ -716,7 +848,7 @@ impl Slot {
                     }
                 }
             }
-            Slot::Stack { slots, .. } => compose(slots, ctx, event, kind),
+            Slot::Stack { slots, .. } => compose(slots, ctx, event, kind, shadows),
             Slot::Unloadable { name, reason } => Err(FailClosed::new(
                 name,
                 Cause::Load,
@@ -780,14 +912,30 @@ fn checked(plugin: &Arc<str>, kind: EventKind, flow: Flow) -> Outcome {
         _ => {}
     }
     Ok(Decision {
-        flow,
         plugin: Some(plugin.clone()),
-        rewritten: None,
+        ..Decision::new(flow)
     })
 }
 
+/// The JSON form of [`Decision::shadow`]: `[{"plugin": P, "flow": {...}}`
+/// or `{"plugin": P, "fail_closed": {"cause": C, "detail": D}}, ...]`.
+pub fn shadow_json(shadow: &[Shadowed]) -> serde_json::Value {
+    use serde_json::json;
+    shadow
+        .iter()
+        .map(|s| match &s.outcome {
+            Ok(flow) => json!({ "plugin": &*s.plugin, "flow": flow }),
+            Err(failure) => json!({
+                "plugin": &*s.plugin,
+                "fail_closed": { "cause": failure.cause, "detail": failure.detail },
+            }),
+        })
+        .collect()
+}
+
 /// The JSON form of an [`Outcome`]: the net flow, with
-/// `plugin` naming the decider, or for a fail-closed run a terminate flow
+/// `plugin` naming the decider (and `shadow` listing what shadow plugins
+/// would have done, when any did not continue), or for a fail-closed run a terminate flow
 /// with `fail_closed: {plugin, cause}`.
 pub fn outcome_json(outcome: &Outcome) -> serde_json::Value {
     use serde_json::{Value, json};
@@ -800,6 +948,9 @@ pub fn outcome_json(outcome: &Outcome) -> serde_json::Value {
                 }
                 if let Some(rewritten) = &decision.rewritten {
                     map.insert("rewritten".into(), json!(rewritten));
+                }
+                if !decision.shadow.is_empty() {
+                    map.insert("shadow".into(), shadow_json(&decision.shadow));
                 }
             }
             value

@@ -178,9 +178,8 @@ mod tests {
     fn only_terminates_and_failures_stop() {
         let stop = Stopped::of(
             &Ok(Decision {
-                flow: Flow::terminate("no"),
                 plugin: Some("p".into()),
-                rewritten: None,
+                ..Decision::new(Flow::terminate("no"))
             }),
             EventKind::TextDelta,
         );

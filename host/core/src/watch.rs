@@ -19,6 +19,8 @@
 //!   then twice as long each time up to a minute, until it loads or the
 //!   directory changes; loading never waits on live runs (it has instance
 //!   slots of its own);
+//! - a pinned plugin (`sha256` in the manifest) whose file changes to other
+//!   bytes is refused and its previous version stays live;
 //! - a reload that changes nothing keeps the generation.
 
 use std::collections::HashMap;
@@ -382,34 +384,46 @@ impl Reloader {
         let mut compiled = Vec::new();
         let mut errors = Vec::new();
         let mut next = HashMap::new();
-        let loaded = directory::load_with(&self.runtime, &self.dir, |entry, bytes, options| {
-            let name = entry.name();
-            let key = options_key(options);
-            let old = previous.get(&name);
-            if let Some((old_bytes, old_key, plugin)) = old
-                && old_bytes == bytes
-                && *old_key == key
-            {
-                next.insert(name, (bytes.to_vec(), key, plugin.clone()));
-                return Some(plugin.clone());
-            }
-            match Plugin::from_bytes(&self.runtime, &name, bytes, options.clone()) {
-                Ok(plugin) => {
-                    let plugin = Arc::new(plugin);
-                    compiled.push(name.clone());
-                    next.insert(name, (bytes.to_vec(), key, plugin.clone()));
-                    Some(plugin)
+        let loaded = directory::load_with(
+            &self.runtime,
+            &self.dir,
+            directory::Pins::Check,
+            |entry, bytes, options| {
+                let name = entry.name();
+                let key = options_key(options);
+                let old = previous.get(&name);
+                let result = match old {
+                    // Unchanged: the same plugin, if it still passes its pin.
+                    Some((old_bytes, old_key, plugin)) if old_bytes == bytes && *old_key == key => {
+                        directory::check_pin(entry, &name, bytes).map(|()| plugin.clone())
+                    }
+                    _ => directory::build(&self.runtime, entry, &name, bytes, options).map(
+                        |plugin| {
+                            compiled.push(name.clone());
+                            Arc::new(plugin)
+                        },
+                    ),
+                };
+                match result {
+                    Ok(plugin) => {
+                        next.insert(name, (bytes.to_vec(), key, plugin.clone()));
+                        Some(plugin)
+                    }
+                    // Never replace a working version with a broken one, nor
+                    // with bytes its pin refuses; but an old version the
+                    // current pin refuses does not stay either (None: the
+                    // load reports the failure).
+                    Err(mut e) => {
+                        let (old_bytes, old_key, plugin) = old?;
+                        directory::check_pin(entry, &name, old_bytes).ok()?;
+                        e.reason.push_str("; the previous version stays live");
+                        errors.push(e);
+                        next.insert(name, (old_bytes.clone(), old_key.clone(), plugin.clone()));
+                        Some(plugin.clone())
+                    }
                 }
-                // Never replace a working version with a broken one.
-                Err(mut e) => {
-                    let (old_bytes, old_key, plugin) = old?;
-                    e.reason.push_str("; the previous version stays live");
-                    errors.push(e);
-                    next.insert(name, (old_bytes.clone(), old_key.clone(), plugin.clone()));
-                    Some(plugin.clone())
-                }
-            }
-        });
+            },
+        );
         let mut loaded = match loaded {
             Ok(loaded) => loaded,
             Err(e) => {
@@ -419,6 +433,12 @@ impl Reloader {
         };
         for status in &mut loaded.plugins {
             status.newer_version_failed = errors.iter().find(|e| e.plugin == status.name).cloned();
+            if status.newer_version_failed.is_some() {
+                // The digest of what runs: the previous version's bytes.
+                status.sha256 = next
+                    .get(&status.name)
+                    .map(|(bytes, ..)| crate::cache::sha256_hex(bytes));
+            }
         }
         errors.extend(loaded.failures().map(|(_, error)| error.clone()));
         let removed: Vec<String> = previous
@@ -451,13 +471,23 @@ impl Reloader {
 fn same_plugins(live: &[PluginStatus], next: &[PluginStatus]) -> bool {
     live.len() == next.len()
         && live.iter().zip(next).all(|(a, b)| {
-            (&a.name, &a.file, a.required, &a.newer_version_failed)
-                == (&b.name, &b.file, b.required, &b.newer_version_failed)
-                && match (&a.result, &b.result) {
-                    (Ok(a), Ok(b)) => Arc::ptr_eq(a, b),
-                    (Err(a), Err(b)) => a == b,
-                    _ => false,
-                }
+            (
+                &a.name,
+                &a.file,
+                a.required,
+                a.mode,
+                &a.newer_version_failed,
+            ) == (
+                &b.name,
+                &b.file,
+                b.required,
+                b.mode,
+                &b.newer_version_failed,
+            ) && match (&a.result, &b.result) {
+                (Ok(a), Ok(b)) => Arc::ptr_eq(a, b),
+                (Err(a), Err(b)) => a == b,
+                _ => false,
+            }
         })
 }
 

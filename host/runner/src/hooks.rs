@@ -64,11 +64,7 @@ impl Hooks {
     pub async fn ask(&mut self, ctx: HookContext, event: StepEvent) -> Result<Decision, RunStatus> {
         let kind = event.kind();
         if !self.wants(kind) {
-            return Ok(Decision {
-                flow: kind.default_flow(),
-                plugin: None,
-                rewritten: None,
-            });
+            return Ok(Decision::new(kind.default_flow()));
         }
         let span = tracing::info_span!(
             "hook_decision",

@@ -8,7 +8,7 @@
 //! | `POST /runs/{id}/events` | one event in the JSON form of the README → the net flow, with `plugin` and, when the run failed closed, `fail_closed` |
 //! | `DELETE /runs/{id}` | ends a run (204) |
 //! | `GET /healthz` | `ok` |
-//! | `GET /status` | the live stack: generation, plugins, load errors, live runs |
+//! | `GET /status` | the live stack: generation, plugins (mode, digest, what shadows would have done), load errors, live runs |
 //! | `GET /metrics` | Prometheus text: events, flows, fail-closed causes, latency, runs, reloads |
 //! | `POST /claude-code/hook` | a Claude Code HTTP hook: its input in, its output JSON back; one run per `session_id` |
 //!
@@ -367,24 +367,34 @@ async fn post_event(
 
 async fn status(State(app): State<Arc<App>>) -> Response {
     let snapshot = app.source.snapshot();
+    let mut shadow = app.metrics.shadow_counts();
     let plugins: Vec<Value> = snapshot
         .plugins
         .iter()
-        .map(|p| match &p.result {
-            Ok(plugin) => {
-                let mut entry = json!({
-                    "name": p.name, "file": p.file, "required": p.required, "loaded": true,
-                    "subscriptions": plugin.subscriptions().iter().map(|k| k.name()).collect::<Vec<_>>(),
-                });
-                if let Some(failed) = &p.newer_version_failed {
-                    // The live version is an older one: say so until it loads.
-                    entry["newer_version_failed"] = json!(failed.to_string());
+        .map(|p| {
+            let mut entry = match &p.result {
+                Ok(plugin) => {
+                    let mut entry = json!({
+                        "name": p.name, "file": p.file, "required": p.required, "loaded": true,
+                        "subscriptions": plugin.subscriptions().iter().map(|k| k.name()).collect::<Vec<_>>(),
+                    });
+                    if let Some(failed) = &p.newer_version_failed {
+                        // The live version is an older one: say so until it loads.
+                        entry["newer_version_failed"] = json!(failed.to_string());
+                    }
+                    entry
                 }
-                entry
+                Err(reason) => json!({
+                    "name": p.name, "file": p.file, "required": p.required, "loaded": false, "error": reason.to_string(),
+                }),
+            };
+            entry["mode"] = json!(p.mode.name());
+            entry["sha256"] = json!(p.sha256);
+            if p.mode == hookbox::manifest::Mode::Shadow {
+                // What it would have done had it enforced, since the server started.
+                entry["shadow_decisions"] = json!(shadow.remove(&p.name).unwrap_or_default());
             }
-            Err(reason) => json!({
-                "name": p.name, "file": p.file, "required": p.required, "loaded": false, "error": reason.to_string(),
-            }),
+            entry
         })
         .collect();
     let (live, pinned_older) = app.runs.counts(snapshot.generation);

@@ -1,6 +1,8 @@
 //! The server's counters, in the Prometheus text format.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -35,7 +37,8 @@ const CAUSES: [Cause; 9] = [
     Cause::Limit,
 ];
 
-/// Counters of a server, all lock-free.
+/// Counters of a server, lock-free but for shadow plugins' answers, which
+/// are counted by plugin (and only taken when a shadow did not continue).
 #[derive(Default)]
 pub struct Metrics {
     events: [AtomicU64; 9],
@@ -47,6 +50,9 @@ pub struct Metrics {
     pub(crate) runs_created: AtomicU64,
     pub(crate) runs_expired: AtomicU64,
     pub(crate) runs_shed: AtomicU64,
+    /// What shadow plugins would have done: by plugin, then by flow (or
+    /// `fail-closed:CAUSE`).
+    shadow: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
 }
 
 impl Metrics {
@@ -54,6 +60,20 @@ impl Metrics {
         self.events[kind as usize].fetch_add(1, Ordering::Relaxed);
         match outcome {
             Ok(decision) => {
+                if !decision.shadow.is_empty() {
+                    let mut shadow = self.shadow.lock().unwrap_or_else(|p| p.into_inner());
+                    for answer in &decision.shadow {
+                        let what = match &answer.outcome {
+                            Ok(flow) => flow.name().to_owned(),
+                            Err(failure) => format!("fail-closed:{}", failure.cause.name()),
+                        };
+                        *shadow
+                            .entry(answer.plugin.to_string())
+                            .or_default()
+                            .entry(what)
+                            .or_default() += 1;
+                    }
+                }
                 let name = decision.flow.name();
                 if let Some(i) = FLOWS.iter().position(|f| *f == name) {
                     self.flows[i].fetch_add(1, Ordering::Relaxed);
@@ -74,6 +94,15 @@ impl Metrics {
         }
         self.latency_count.fetch_add(1, Ordering::Relaxed);
         self.latency_sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// What each shadow plugin would have done so far: by plugin, then by
+    /// flow name or `fail-closed:CAUSE`.
+    pub fn shadow_counts(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
+        self.shadow
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Events decided so far.
@@ -119,6 +148,25 @@ impl Metrics {
                 cause.name(),
                 get(count)
             );
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_shadow_decisions_total What shadow plugins would have done instead of continuing (not acted on), by plugin and flow.\n# TYPE hookbox_shadow_decisions_total counter\n# HELP hookbox_shadow_fail_closed_total Shadow plugins' failures that would have failed the run closed (the run went on), by plugin and cause.\n# TYPE hookbox_shadow_fail_closed_total counter"
+        );
+        for (plugin, counts) in self.shadow_counts() {
+            let plugin = label(&plugin);
+            for (what, count) in counts {
+                let _ = match what.strip_prefix("fail-closed:") {
+                    Some(cause) => writeln!(
+                        out,
+                        "hookbox_shadow_fail_closed_total{{plugin=\"{plugin}\",cause=\"{cause}\"}} {count}"
+                    ),
+                    None => writeln!(
+                        out,
+                        "hookbox_shadow_decisions_total{{plugin=\"{plugin}\",flow=\"{what}\"}} {count}"
+                    ),
+                };
+            }
         }
         let _ = writeln!(
             out,
@@ -168,4 +216,12 @@ impl Metrics {
         );
         out
     }
+}
+
+/// A label value in the text format: backslash, quote and line feed escaped.
+fn label(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
 }

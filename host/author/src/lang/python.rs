@@ -1,0 +1,48 @@
+//! Python guards: componentize-py generates the `wit_world` bindings from the
+//! project's `wit/` and builds the component, CPython with `app.py` inside
+//! (~18 MB), with WASI stubbed out (`--stub-wasi`: it imports none).
+
+use std::process::Command;
+
+use super::{Language, Project, find_tool, run};
+use crate::Error;
+
+const INSTALL_COMPONENTIZE_PY: &str = "pip install componentize-py==0.25.1";
+
+/// The project `hookbox new --lang python` writes (with wit/, README.md and
+/// cases/ from [`crate::new`]).
+pub(super) const TEMPLATE: &[(&str, &str)] = &[
+    ("app.py", include_str!("../../templates/python/app.py")),
+    (
+        ".gitignore",
+        include_str!("../../templates/python/.gitignore"),
+    ),
+];
+
+pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
+    let componentize = find_tool(Language::Python, "componentize-py", INSTALL_COMPONENTIZE_PY)?;
+    // Absolute: the tools run in the project's folder.
+    let scratch = project.scratch()?;
+    let scratch = std::path::absolute(&scratch).map_err(|e| Error::io(&scratch, e))?;
+    let out = scratch.join(format!("{}.wasm", project.name));
+    // `componentize` writes the bindings itself (no `bindings` step), to a
+    // folder of its own: the project keeps none to go stale.
+    run(
+        Language::Python,
+        "componentize-py componentize",
+        Command::new(componentize)
+            .args([
+                "-d",
+                "wit",
+                "-w",
+                "hook",
+                "componentize",
+                "app",
+                "--stub-wasi",
+                "-o",
+            ])
+            .arg(&out)
+            .current_dir(&project.dir),
+    )?;
+    std::fs::read(&out).map_err(|e| Error::io(&out, e))
+}
