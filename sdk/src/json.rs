@@ -23,6 +23,24 @@
 /// assert_eq!(map_strings("not json", |_| None), None);
 /// ```
 pub fn map_strings(text: &str, mut f: impl FnMut(&str) -> Option<String>) -> Option<String> {
+    map_members(text, |_, value| f(value))
+}
+
+/// [`map_strings`], with each string's member name: `Some(key)` for a
+/// string that is the value of an object's member `key`, `None` for one in
+/// an array or the document itself.
+///
+/// ```
+/// use hookbox_sdk::json::map_members;
+/// let out = map_members(r#"{"password": "b", "tags": ["password"]}"#, |key, _| {
+///     (key == Some("password")).then(|| "[REDACTED]".to_string())
+/// });
+/// assert_eq!(out.as_deref(), Some(r#"{"password": "[REDACTED]", "tags": ["password"]}"#));
+/// ```
+pub fn map_members(
+    text: &str,
+    mut f: impl FnMut(Option<&str>, &str) -> Option<String>,
+) -> Option<String> {
     let mut parser = Parser {
         bytes: text.as_bytes(),
         at: 0,
@@ -31,7 +49,7 @@ pub fn map_strings(text: &str, mut f: impl FnMut(&str) -> Option<String>) -> Opt
         text,
     };
     parser.blank();
-    parser.value(&mut f, 0)?;
+    parser.value(&mut f, 0, None)?;
     parser.blank();
     if parser.at != parser.bytes.len() {
         return None;
@@ -63,7 +81,12 @@ impl Parser<'_> {
         (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
     }
 
-    fn value(&mut self, f: &mut impl FnMut(&str) -> Option<String>, depth: usize) -> Option<()> {
+    fn value(
+        &mut self,
+        f: &mut impl FnMut(Option<&str>, &str) -> Option<String>,
+        depth: usize,
+        key: Option<&str>,
+    ) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -76,11 +99,11 @@ impl Parser<'_> {
                 }
                 loop {
                     self.blank();
-                    self.string()?; // a key: never rewritten
+                    let key = self.string()?; // never rewritten
                     self.blank();
                     self.eat(b':')?;
                     self.blank();
-                    self.value(f, depth + 1)?;
+                    self.value(f, depth + 1, Some(&key))?;
                     self.blank();
                     if self.eat(b'}').is_some() {
                         return Some(());
@@ -96,7 +119,7 @@ impl Parser<'_> {
                 }
                 loop {
                     self.blank();
-                    self.value(f, depth + 1)?;
+                    self.value(f, depth + 1, None)?;
                     self.blank();
                     if self.eat(b']').is_some() {
                         return Some(());
@@ -107,7 +130,7 @@ impl Parser<'_> {
             b'"' => {
                 let start = self.at;
                 let decoded = self.string()?;
-                if let Some(new) = f(&decoded) {
+                if let Some(new) = f(key, &decoded) {
                     self.out.push_str(&self.text[self.copied..start]);
                     encode(&new, &mut self.out);
                     self.copied = self.at;

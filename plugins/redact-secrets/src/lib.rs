@@ -44,7 +44,11 @@ impl Hook for RedactSecrets {
         let structured = text.trim_start().starts_with(['{', '[']);
         let redacted = structured
             .then(|| {
-                json::map_strings(text, |value| {
+                json::map_members(text, |key, value| {
+                    // A member named like a secret: its whole value goes.
+                    if key.is_some_and(is_secret_name) && !value.trim().is_empty() {
+                        return Some("[REDACTED]".to_owned());
+                    }
                     let redacted = redact(value, emails);
                     (redacted != value).then_some(redacted)
                 })
@@ -84,15 +88,7 @@ fn redact_line(line: &str, emails: bool) -> String {
             .strip_prefix("export ")
             .map_or(name, str::trim_start)
             .trim_matches(['"', '\'']);
-        let identifier = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
-        let name = name.to_ascii_uppercase().replace('-', "_");
-        if identifier
-            && SECRET_NAMES.iter().any(|s| name.ends_with(s))
-            && !line[sep + 1..].trim().is_empty()
-        {
+        if is_secret_name(name) && !line[sep + 1..].trim().is_empty() {
             let end = if line.ends_with('\n') { "\n" } else { "" };
             return format!("{}[REDACTED]{end}", &line[..=sep]);
         }
@@ -113,6 +109,17 @@ fn redact_line(line: &str, emails: bool) -> String {
             }
         })
         .collect()
+}
+
+/// An identifier (ASCII letters, digits, `_`, `-`, `.`) whose uppercase
+/// form, `-` read as `_`, ends with one of [`SECRET_NAMES`].
+fn is_secret_name(name: &str) -> bool {
+    let identifier = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+    let name = name.to_ascii_uppercase().replace('-', "_");
+    identifier && SECRET_NAMES.iter().any(|s| name.ends_with(s))
 }
 
 fn is_separator(c: char) -> bool {
