@@ -3,6 +3,7 @@
 mod support;
 mod wat;
 
+mod audit;
 mod cache;
 mod cases;
 mod conformance;

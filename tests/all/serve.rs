@@ -289,6 +289,80 @@ fn a_shadow_plugins_decisions_and_failures_are_shown_apart_and_never_block() {
 }
 
 #[test]
+fn metrics_are_kept_per_plugin_and_every_decision_that_matters_is_logged() {
+    let dir = scratch_dir("serve-audit");
+    let log_path = dir.join("decisions.jsonl");
+    let config = ServeConfig {
+        decision_log: Some(std::sync::Arc::new(
+            hookbox::audit::DecisionLog::to_file(&log_path).unwrap(),
+        )),
+        ..ServeConfig::default()
+    };
+    put(&dir, "guard.wasm", guests::PUPPET);
+    manifest(&dir, "v1");
+    let (_tokio, server) = serving(watched(&dir), config);
+    let f = Fixture {
+        _tokio,
+        server,
+        dir,
+    };
+    let run = f.new_run();
+    for name in [
+        "guard:flow:continue",
+        "guard:flow:skip:no",
+        "guard:flow:continue",
+    ] {
+        assert_eq!(f.event(&run, &tool_call(name)).0, 200);
+    }
+    let other = f.new_run();
+    let (_, flow) = f.event(&other, &tool_call("guard:panic"));
+    assert_eq!(flow["fail_closed"]["cause"], "trap");
+
+    let (_, metrics) = f.request("GET", "/metrics", "");
+    for line in [
+        "hookbox_plugin_decision_seconds_count{plugin=\"guard\"} 4",
+        "hookbox_plugin_flows_total{plugin=\"guard\",flow=\"continue\"} 2",
+        "hookbox_plugin_flows_total{plugin=\"guard\",flow=\"skip\"} 1",
+        "hookbox_plugin_fail_closed_total{plugin=\"guard\",cause=\"trap\"} 1",
+        "hookbox_decision_log_dropped_total 0",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
+    // The log is written off the request path: wait for its lines.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let records: Vec<Value> = loop {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        if text.lines().count() >= 2 || Instant::now() > deadline {
+            break text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let digest = hookbox::cache::sha256_hex(&std::fs::read(guests::PUPPET).unwrap());
+    let seen: Vec<(&str, &str, &str)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["run_id"].as_str().unwrap(),
+                r["flow"].as_str().unwrap(),
+                r["sha256"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [(&*run, "skip", &*digest), (&*other, "terminate", &*digest)],
+        "{records:?}"
+    );
+    assert_eq!(
+        (&records[1]["cause"], &records[1]["generation"]),
+        (&json!("trap"), &json!(1))
+    );
+}
+
+#[test]
 fn runs_keep_their_snapshot_while_the_directory_reloads_under_them() {
     let f = Fixture::new("serve-reload", ServeConfig::default());
     let old = f.new_run();

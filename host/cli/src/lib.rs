@@ -111,6 +111,8 @@ enum Command {
         /// the stack it started with.
         #[arg(long)]
         end_sessions_on_reload: bool,
+        #[command(flatten)]
+        decision_log: DecisionLogArgs,
     },
     /// A coding agent's command hook: reads the hook's JSON on stdin, asks
     /// the plugin directory (run state spans the agent's session), answers
@@ -302,12 +304,13 @@ where
             max_instances,
             allow_rewrites,
             end_sessions_on_reload,
+            decision_log,
         } => serve(
             &dir,
             listen,
             (idle_secs, max_runs, max_instances),
-            allow_rewrites,
-            end_sessions_on_reload,
+            (allow_rewrites, end_sessions_on_reload),
+            &decision_log,
         ),
         Command::Check { plugins } => check(&plugins),
         Command::New {
@@ -367,6 +370,37 @@ fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
     }
 }
 
+/// `--decision-log FILE|-` and `--decision-log-all`, for the commands whose
+/// runs live long enough to log.
+#[derive(clap::Args)]
+pub(crate) struct DecisionLogArgs {
+    /// Append a JSON line per decision other than continue, and per
+    /// failure, to FILE (`-`: stdout); see the README's "Decision logs".
+    /// Never slows a decision: records the sink cannot take are dropped
+    /// and counted.
+    #[arg(long = "decision-log", value_name = "FILE")]
+    path: Option<PathBuf>,
+    /// With --decision-log: every decision, continues included.
+    #[arg(long = "decision-log-all", requires = "path")]
+    all: bool,
+}
+
+impl DecisionLogArgs {
+    pub(crate) fn open(&self) -> Result<Option<Arc<hookbox::audit::DecisionLog>>> {
+        let Some(path) = &self.path else {
+            return Ok(None);
+        };
+        let log = if path == Path::new("-") {
+            hookbox::audit::DecisionLog::to_stdout()
+        } else {
+            hookbox::audit::DecisionLog::to_file(path).with_context(|| {
+                format!("--decision-log {}: cannot append to it", path.display())
+            })?
+        };
+        Ok(Some(Arc::new(if self.all { log.all() } else { log })))
+    }
+}
+
 /// The CLI's runtime: the defaults, plus the compile cache in
 /// `$HOOKBOX_CACHE_DIR` (`off` disables it) or the per-user default.
 pub(crate) fn runtime() -> Result<Runtime> {
@@ -389,9 +423,10 @@ fn serve(
     dir: &Path,
     listen: std::net::SocketAddr,
     (idle_secs, max_runs, max_instances): (u64, usize, Option<u32>),
-    allow_rewrites: bool,
-    end_sessions_on_reload: bool,
+    (allow_rewrites, end_sessions_on_reload): (bool, bool),
+    decision_log: &DecisionLogArgs,
 ) -> Result<ExitCode> {
+    let decision_log = decision_log.open()?;
     let tokens: Vec<String> = std::env::var("HOOKBOX_SERVE_TOKENS")
         .unwrap_or_default()
         .split(',')
@@ -431,6 +466,7 @@ fn serve(
         end_sessions_on_reload,
         session_store: Some(session_store),
         tokens,
+        decision_log,
         ..Default::default()
     };
     let debounce = std::time::Duration::from_millis(100);
@@ -701,7 +737,7 @@ fn replay(
     let mut configs = parse_settings(settings)?;
     let events = read_events(events_path)?;
     let runtime = runtime()?;
-    let stack = build_stack(&runtime, &paths, dir.as_deref(), &mut configs)?;
+    let (stack, _) = build_stack(&runtime, &paths, dir.as_deref(), &mut configs)?;
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
@@ -727,14 +763,16 @@ fn replay(
 }
 
 /// A stack of `--plugin` files (with their `--config` settings), then the
-/// `--plugins` directory nested as one stack.
+/// `--plugins` directory nested as one stack; and the sha256 of each
+/// plugin's bytes, by name.
 pub(crate) fn build_stack(
     runtime: &Runtime,
     paths: &[PathBuf],
     dir: Option<&Path>,
     configs: &mut BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<HookStack> {
+) -> Result<(HookStack, Arc<std::collections::HashMap<String, String>>)> {
     let mut stack = HookStack::new();
+    let mut digests = std::collections::HashMap::new();
     for path in paths {
         if !path.is_file() {
             bail!("{}: no such plugin file", path.display());
@@ -747,6 +785,9 @@ pub(crate) fn build_stack(
             config: configs.remove(&name).unwrap_or_default(),
             ..Default::default()
         };
+        if let Ok(bytes) = std::fs::read(path) {
+            digests.insert(name.clone(), hookbox::cache::sha256_hex(&bytes));
+        }
         match Plugin::from_file(runtime, path, options) {
             Ok(plugin) => {
                 stack.push_plugin(Arc::new(plugin));
@@ -764,9 +805,15 @@ pub(crate) fn build_stack(
     if let Some(dir) = dir {
         // The directory's plugins follow, with its manifest's order, config
         // and limits; a nested stack composes exactly like its plugins would.
-        stack.push_stack(hookbox::directory::load(runtime, dir)?.stack);
+        let loaded = hookbox::directory::load(runtime, dir)?;
+        digests.extend(
+            hookbox::audit::DecisionLog::digests(&loaded.plugins)
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone())),
+        );
+        stack.push_stack(loaded.stack);
     }
-    Ok(stack)
+    Ok((stack, Arc::new(digests)))
 }
 
 /// `PLUGIN.KEY=VALUE` settings, grouped by plugin.

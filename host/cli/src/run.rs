@@ -74,6 +74,8 @@ pub struct RunArgs {
     /// Print loop events as JSON lines instead of text.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    decision_log: crate::DecisionLogArgs,
     /// What to ask the agent.
     prompt: String,
 }
@@ -100,7 +102,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
     }
     let runtime = crate::runtime()?;
     let mut configs = crate::parse_settings(&args.config)?;
-    let stack = crate::build_stack(&runtime, &args.plugins, args.dir.as_deref(), &mut configs)?;
+    let (stack, digests) =
+        crate::build_stack(&runtime, &args.plugins, args.dir.as_deref(), &mut configs)?;
+    let decision_log = args.decision_log.open()?;
 
     let config = LoopConfig {
         max_iterations: args.max_iterations,
@@ -132,6 +136,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         .on_event(move |event| print_event(event, json));
     if let Some(preamble) = &args.preamble {
         agent = agent.preamble(preamble.clone());
+    }
+    if let Some(log) = &decision_log {
+        agent = agent.observe(log.for_run(1, digests));
     }
     if !json {
         say!("{banner}");

@@ -17,6 +17,7 @@
 //! | [`stopped`] | why the stack ended a run, as text a framework carries and back |
 //! | [`plugin`] | compiled WASM plugins and their per-run instances |
 //! | [`engine`] | the wasmtime runtime and the epoch ticker |
+//! | [`audit`] | decision logs: a JSON line per decision, never stalling one |
 //! | [`cache`] | the verified compile cache |
 //! | [`limits`] | per-plugin limits and their enforcement |
 //! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness |
@@ -57,6 +58,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod audit;
 pub mod cache;
 pub mod directory;
 pub mod engine;
@@ -86,6 +88,7 @@ pub use inspect::{PluginInfo, inspect};
 pub use limits::Limits;
 pub use plugin::{Plugin, PluginOptions};
 pub use stack::{
-    Decision, FnHook, Hook, HookStack, Outcome, Run, Shadowed, hook_fn, outcome_json, shadow_json,
+    Decided, Decision, FnHook, Hook, HookStack, Observe, Outcome, Run, Shadowed, hook_fn,
+    outcome_json, shadow_json,
 };
 pub use stopped::Stopped;

@@ -32,6 +32,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crate::engine::Runtime;
 use crate::error::{Busy, Cause, FailClosed};
@@ -133,6 +134,34 @@ impl Decision {
 
 /// The outcome of dispatching one event.
 pub type Outcome = Result<Decision, FailClosed>;
+
+/// Watches every hook's answer in a run as it is made: what metrics and
+/// decision logs are built from ([`Run::observe`]). Called on the thread
+/// that dispatches, after each hook answered and its answer was checked:
+/// keep it short (count, or hand the record to a queue).
+pub trait Observe: Send + Sync {
+    /// One hook answered (or failed).
+    fn decided(&self, decided: &Decided<'_>);
+}
+
+/// One hook's answer to one event, as an [`Observe`] sees it.
+#[derive(Debug)]
+pub struct Decided<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// The hook (plugin, native hook or unloadable plugin).
+    pub plugin: &'a Arc<str>,
+    /// The event's kind.
+    pub kind: EventKind,
+    /// Its answer, checked against the event; or the failure that fails
+    /// the run closed (a shadow's: that would have).
+    pub outcome: Result<&'a Flow, &'a FailClosed>,
+    /// Whether it is a shadow plugin (its answer was not acted on).
+    pub shadow: bool,
+    /// Time from asking to the checked answer, its instantiation included
+    /// when this was its first event of the run.
+    pub took: Duration,
+}
 
 #[derive(Clone)]
 enum Entry {
@@ -309,6 +338,7 @@ impl HookStack {
                 .max_event_bytes
                 .unwrap_or(HookStack::DEFAULT_MAX_EVENT_BYTES),
             ended: None,
+            observer: None,
         }
     }
 
@@ -355,6 +385,8 @@ pub struct Run {
     /// Events carrying more text are refused before any guest runs.
     max_event_bytes: usize,
     ended: Option<Outcome>,
+    /// Told of every hook's answer; see [`Run::observe`].
+    observer: Option<Arc<dyn Observe>>,
 }
 
 enum Slot {
@@ -429,10 +461,17 @@ impl Run {
         dispatch_to(
             &mut self.slots,
             (self.subscriptions, self.max_event_bytes),
-            &mut self.ended,
+            (&mut self.ended, self.observer.as_deref()),
             &self.ctx,
             event,
         )
+    }
+
+    /// Tells `observer` of every hook's answer from now on: the hook, the
+    /// event kind, the checked flow or the failure, shadow or not, and how
+    /// long it took. Without one, nothing is timed.
+    pub fn observe(&mut self, observer: Arc<dyn Observe>) {
+        self.observer = Some(observer);
     }
 
     /// Whether a terminate, a fail or a fail-closed ended the run.
@@ -508,7 +547,7 @@ impl Run {
         dispatch_to(
             &mut self.slots,
             (self.subscriptions, self.max_event_bytes),
-            &mut self.ended,
+            (&mut self.ended, self.observer.as_deref()),
             ctx,
             event,
         )
@@ -520,7 +559,7 @@ impl Run {
 fn dispatch_to(
     slots: &mut [Slot],
     (subscriptions, max_event_bytes): (EventKinds, usize),
-    ended: &mut Option<Outcome>,
+    (ended, observer): (&mut Option<Outcome>, Option<&dyn Observe>),
     ctx: &HookContext,
     event: &StepEvent,
 ) -> Outcome {
@@ -544,12 +583,15 @@ fn dispatch_to(
     if !subscriptions.contains(kind) && kind != EventKind::InvalidToolCall {
         return Ok(Decision::new(kind.default_flow()));
     }
-    let mut shadows = Vec::new();
-    let outcome = compose(slots, ctx, event, kind, &mut shadows).map(|mut decision| {
+    let mut asking = Asking {
+        shadows: Vec::new(),
+        observer,
+    };
+    let outcome = compose(slots, ctx, event, kind, &mut asking).map(|mut decision| {
         if decision.flow.is_continue() {
             decision.flow = kind.default_flow();
         }
-        decision.shadow = shadows;
+        decision.shadow = asking.shadows;
         decision
     });
     if outcome.as_ref().map_or(true, Decision::ends_run) {
@@ -558,22 +600,26 @@ fn dispatch_to(
     outcome
 }
 
-/// What shadow plugins would have done, gathered while a stack composes.
-type Shadows = Vec<Shadowed>;
+/// What one dispatch carries through the stack: what shadow plugins would
+/// have done, gathered on the way, and who is told of each answer.
+struct Asking<'o> {
+    shadows: Vec<Shadowed>,
+    observer: Option<&'o dyn Observe>,
+}
 
 fn compose(
     slots: &mut [Slot],
     ctx: &HookContext,
     event: &StepEvent,
     kind: EventKind,
-    shadows: &mut Shadows,
+    asking: &mut Asking<'_>,
 ) -> Outcome {
     match kind.composition() {
-        Composition::Accumulate => accumulate(slots, ctx, event, kind, shadows),
-        Composition::Chain => chain(slots, ctx, event, kind, shadows),
+        Composition::Accumulate => accumulate(slots, ctx, event, kind, asking),
+        Composition::Chain => chain(slots, ctx, event, kind, asking),
         Composition::FirstNonContinue => {
             for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
-                let Some(decision) = slot.ask(ctx, event, kind, shadows) else {
+                let Some(decision) = slot.ask(ctx, event, kind, asking) else {
                     continue;
                 };
                 let decision = decision?;
@@ -591,11 +637,11 @@ fn accumulate(
     ctx: &HookContext,
     event: &StepEvent,
     kind: EventKind,
-    shadows: &mut Shadows,
+    asking: &mut Asking<'_>,
 ) -> Outcome {
     let mut merged: Option<(RequestPatch, Arc<str>)> = None;
     for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
-        let Some(decision) = slot.ask(ctx, event, kind, shadows) else {
+        let Some(decision) = slot.ask(ctx, event, kind, asking) else {
             continue;
         };
         let decision = decision?;
@@ -635,12 +681,12 @@ fn chain(
     ctx: &HookContext,
     event: &StepEvent,
     kind: EventKind,
-    shadows: &mut Shadows,
+    asking: &mut Asking<'_>,
 ) -> Outcome {
     let mut current = Cow::Borrowed(event);
     let mut rewrite: Option<(String, Option<Arc<str>>)> = None;
     for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
-        let Some(decision) = slot.ask(ctx, &current, kind, shadows) else {
+        let Some(decision) = slot.ask(ctx, &current, kind, asking) else {
             continue;
         };
         let decision = decision?;
@@ -757,28 +803,43 @@ impl Slot {
     }
 
     /// The slot's decision, or `None` for a shadow plugin, whose answer is
-    /// recorded in `shadows` (when it is not continue) instead.
+    /// recorded in `asking.shadows` (when it is not continue) instead. The
+    /// observer, if any, is told of every hook's answer.
     fn ask(
         &mut self,
         ctx: &HookContext,
         event: &StepEvent,
         kind: EventKind,
-        shadows: &mut Shadows,
+        asking: &mut Asking<'_>,
     ) -> Option<Outcome> {
-        let Slot::Plugin {
-            plugin,
-            instance,
-            shadow: true,
-        } = self
-        else {
-            return Some(self.decide(ctx, event, kind, shadows));
+        let (name, shadow) = match self {
+            // A nested stack's own slots report themselves.
+            Slot::Stack { .. } => return Some(self.decide(ctx, event, kind, asking)),
+            Slot::Plugin {
+                instance: Instance::Dead,
+                shadow: true,
+                ..
+            } => return None, // reported when it failed; a run never dies of a shadow
+            Slot::Plugin { plugin, shadow, .. } => (plugin.name_arc().clone(), *shadow),
+            Slot::Native { name, .. } | Slot::Unloadable { name, .. } => (name.clone(), false),
         };
-        if matches!(instance, Instance::Dead) {
-            // Reported when it failed; a run never dies of a shadow.
-            return None;
+        let observer = asking.observer;
+        let started = observer.map(|_| Instant::now());
+        let outcome = self.decide(ctx, event, kind, asking);
+        if let (Some(observer), Some(started)) = (observer, started) {
+            observer.decided(&Decided {
+                run_id: &ctx.run_id,
+                plugin: &name,
+                kind,
+                outcome: outcome.as_ref().map(|d| &d.flow),
+                shadow,
+                took: started.elapsed(),
+            });
         }
-        let name = plugin.name_arc().clone();
-        let outcome = match self.decide(ctx, event, kind, shadows) {
+        if !shadow {
+            return Some(outcome);
+        }
+        let outcome = match outcome {
             Ok(decision) if decision.flow.is_continue() => return None,
             Ok(decision) => {
                 tracing::info!(
@@ -802,7 +863,7 @@ impl Slot {
                 Err(failure)
             }
         };
-        shadows.push(Shadowed {
+        asking.shadows.push(Shadowed {
             plugin: name,
             outcome,
         });
@@ -814,7 +875,7 @@ impl Slot {
         ctx: &HookContext,
         event: &StepEvent,
         kind: EventKind,
-        shadows: &mut Shadows,
+        asking: &mut Asking<'_>,
     ) -> Outcome {
         match self {
             Slot::Native { name, hook } => checked(name, kind, hook.on_event(ctx, event)),
@@ -848,7 +909,7 @@ impl Slot {
                     }
                 }
             }
-            Slot::Stack { slots, .. } => compose(slots, ctx, event, kind, shadows),
+            Slot::Stack { slots, .. } => compose(slots, ctx, event, kind, asking),
             Slot::Unloadable { name, reason } => Err(FailClosed::new(
                 name,
                 Cause::Load,

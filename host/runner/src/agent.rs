@@ -39,6 +39,7 @@ impl Agent {
                 tool_choice: ToolChoice::Auto,
                 additional_params: serde_json::Map::new(),
                 config: LoopConfig::default(),
+                observer: None,
             },
             on_event: None,
         }
@@ -54,6 +55,13 @@ impl Agent {
     /// guest instances).
     pub fn stack(mut self, stack: HookStack) -> Agent {
         self.setup.stack = stack;
+        self
+    }
+
+    /// Tells `observer` of every hook's answer in every run (see
+    /// [`hookbox::Run::observe`]): a decision log, metrics.
+    pub fn observe(mut self, observer: Arc<dyn hookbox::Observe>) -> Agent {
+        self.setup.observer = Some(observer);
         self
     }
 

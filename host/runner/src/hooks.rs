@@ -7,8 +7,9 @@ use tracing::Instrument;
 use crate::events::{EventSink, LoopEvent};
 use crate::report::RunStatus;
 use crate::text::cut;
+use crate::tool_loop::Setup;
 use hookbox::Flow;
-use hookbox::{Decision, HookStack, Run};
+use hookbox::{Decision, Run};
 use hookbox::{EventKind, EventKinds, HookContext, StepEvent};
 
 /// How many bytes of a flow's payload a loop event shows.
@@ -23,16 +24,15 @@ pub(crate) struct Hooks {
 }
 
 impl Hooks {
-    pub fn new(
-        stack: &HookStack,
-        run_id: &str,
-        agent_name: Option<String>,
-        events: EventSink,
-    ) -> Hooks {
+    pub fn new(setup: &Setup, run_id: &str, events: EventSink) -> Hooks {
+        let mut run = setup.stack.start_run(run_id);
+        if let Some(observer) = &setup.observer {
+            run.observe(observer.clone());
+        }
         Hooks {
-            run: Some(stack.start_run(run_id)),
-            subscriptions: stack.subscriptions(),
-            agent_name,
+            run: Some(run),
+            subscriptions: setup.stack.subscriptions(),
+            agent_name: setup.name.clone(),
             events,
         }
     }

@@ -56,6 +56,7 @@ pub(crate) struct Setup {
     pub tool_choice: ToolChoice,
     pub additional_params: serde_json::Map<String, Value>,
     pub config: LoopConfig,
+    pub observer: Option<Arc<dyn hookbox::Observe>>,
 }
 
 /// A run's state; it outlives the loop's future so a timeout still reports
@@ -124,7 +125,7 @@ impl<'a> LoopState<'a> {
             setup,
             run_id: run_id.to_owned(),
             prompt: prompt.to_owned(),
-            hooks: Hooks::new(&setup.stack, run_id, setup.name.clone(), events.clone()),
+            hooks: Hooks::new(setup, run_id, events.clone()),
             events,
             messages: vec![ChatMessage::user(prompt)],
             iterations: 0,

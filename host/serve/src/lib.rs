@@ -108,6 +108,9 @@ pub struct ServeConfig {
     /// (for a loopback listener only: the CLI refuses otherwise). Each
     /// token is one client: runs and sessions are bound to it.
     pub tokens: Vec<String>,
+    /// Where every run's decisions are logged (`hookbox::audit`), if
+    /// anywhere. Its dropped records are counted in `/metrics`.
+    pub decision_log: Option<Arc<hookbox::audit::DecisionLog>>,
 }
 
 impl Default for ServeConfig {
@@ -124,6 +127,7 @@ impl Default for ServeConfig {
             end_sessions_on_reload: false,
             session_store: None,
             tokens: Vec::new(),
+            decision_log: None,
         }
     }
 }
@@ -133,7 +137,7 @@ struct App {
     config: ServeConfig,
     runs: Runs,
     in_flight: Arc<Semaphore>,
-    metrics: Metrics,
+    metrics: Arc<Metrics>,
 }
 
 /// A running server.
@@ -160,12 +164,13 @@ impl Server {
             .await
             .map_err(listen_error)?;
         let addr = listener.local_addr().map_err(listen_error)?;
+        let metrics = Arc::new(Metrics::new(config.decision_log.clone()));
         let app = Arc::new(App {
             source,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
+            runs: Runs::new(metrics.clone(), config.decision_log.clone()),
             config,
-            runs: Runs::default(),
-            metrics: Metrics::default(),
+            metrics,
         });
         let router = Router::new()
             .route("/healthz", get(|| async { "ok" }))

@@ -2,13 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-use hookbox::Cause;
-use hookbox::EventKind;
-use hookbox::Outcome;
+use hookbox::audit::DecisionLog;
+use hookbox::{Cause, Decided, EventKind, Observe, Outcome};
 
 /// Upper bounds of the latency histogram, in microseconds.
 const BUCKETS_US: [u64; 10] = [10, 50, 100, 250, 500, 1_000, 5_000, 10_000, 50_000, 100_000];
@@ -38,15 +37,18 @@ const CAUSES: [Cause; 9] = [
 ];
 
 /// Counters of a server, lock-free but for shadow plugins' answers, which
-/// are counted by plugin (and only taken when a shadow did not continue).
+/// are counted by plugin (and only taken when a shadow did not continue),
+/// and the table of plugins (written once per plugin name).
 #[derive(Default)]
 pub struct Metrics {
     events: [AtomicU64; 9],
     flows: [AtomicU64; 9],
     fail_closed: [AtomicU64; 9],
-    latency_buckets: [AtomicU64; 10],
-    latency_count: AtomicU64,
-    latency_sum_us: AtomicU64,
+    latency: Histogram,
+    /// Each plugin's own answers, by name.
+    plugins: RwLock<BTreeMap<String, Arc<PluginCounters>>>,
+    /// The decision log, whose drops are shown.
+    decision_log: Option<Arc<DecisionLog>>,
     pub(crate) runs_created: AtomicU64,
     pub(crate) runs_expired: AtomicU64,
     pub(crate) runs_shed: AtomicU64,
@@ -55,7 +57,130 @@ pub struct Metrics {
     shadow: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
 }
 
+/// A latency histogram, in microseconds.
+#[derive(Default)]
+struct Histogram {
+    buckets: [AtomicU64; 10],
+    count: AtomicU64,
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    fn record(&self, took: Duration) {
+        let us = took.as_micros().min(u64::MAX as u128) as u64;
+        for (bound, bucket) in BUCKETS_US.iter().zip(&self.buckets) {
+            if us <= *bound {
+                bucket.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.sum_us.fetch_add(us, Ordering::Relaxed);
+    }
+
+    /// The histogram `name` in the text format, with `labels` (`k="v",`).
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for (bound, count) in BUCKETS_US.iter().zip(&self.buckets) {
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}le=\"{}\"}} {}",
+                *bound as f64 / 1e6,
+                get(count)
+            );
+        }
+        let count = get(&self.count);
+        let _ = writeln!(out, "{name}_bucket{{{labels}le=\"+Inf\"}} {count}");
+        let labels = labels.trim_end_matches(',');
+        let braces = |l: &str| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{{{l}}}")
+            }
+        };
+        let _ = writeln!(
+            out,
+            "{name}_sum{} {}\n{name}_count{} {count}",
+            braces(labels),
+            get(&self.sum_us) as f64 / 1e6,
+            braces(labels)
+        );
+    }
+}
+
+/// One plugin's answers: how long each took, its flows, its failures.
+#[derive(Default)]
+struct PluginCounters {
+    latency: Histogram,
+    flows: [AtomicU64; 9],
+    fail_closed: [AtomicU64; 9],
+}
+
+/// What a run tells the server of each answer: per-plugin metrics, and the
+/// run's decision log.
+pub(crate) struct RunObserver {
+    metrics: Arc<Metrics>,
+    log: Option<Arc<dyn Observe>>,
+}
+
+impl RunObserver {
+    pub(crate) fn new(metrics: Arc<Metrics>, log: Option<Arc<dyn Observe>>) -> RunObserver {
+        RunObserver { metrics, log }
+    }
+}
+
+impl Observe for RunObserver {
+    fn decided(&self, decided: &Decided<'_>) {
+        self.metrics.plugin_answered(decided);
+        if let Some(log) = &self.log {
+            log.decided(decided);
+        }
+    }
+}
+
 impl Metrics {
+    /// Counters that also show `decision_log`'s dropped records.
+    pub(crate) fn new(decision_log: Option<Arc<DecisionLog>>) -> Metrics {
+        Metrics {
+            decision_log,
+            ..Metrics::default()
+        }
+    }
+
+    /// One plugin's answer. A shadow's time is counted; its flows are the
+    /// shadow counters' (from the decision), not the plugin's.
+    fn plugin_answered(&self, decided: &Decided<'_>) {
+        let found = self
+            .plugins
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&**decided.plugin)
+            .cloned();
+        let counters = found.unwrap_or_else(|| {
+            let mut plugins = self.plugins.write().unwrap_or_else(|p| p.into_inner());
+            plugins
+                .entry(decided.plugin.to_string())
+                .or_default()
+                .clone()
+        });
+        counters.latency.record(decided.took);
+        if decided.shadow {
+            return;
+        }
+        match decided.outcome {
+            Ok(flow) => {
+                if let Some(i) = FLOWS.iter().position(|f| *f == flow.name()) {
+                    counters.flows[i].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Err(failure) => {
+                if let Some(i) = CAUSES.iter().position(|c| *c == failure.cause) {
+                    counters.fail_closed[i].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
     pub(crate) fn record(&self, kind: EventKind, outcome: &Outcome, took: Duration) {
         self.events[kind as usize].fetch_add(1, Ordering::Relaxed);
         match outcome {
@@ -86,14 +211,7 @@ impl Metrics {
                 self.flows[1].fetch_add(1, Ordering::Relaxed); // a terminate
             }
         }
-        let us = took.as_micros().min(u64::MAX as u128) as u64;
-        for (bound, bucket) in BUCKETS_US.iter().zip(&self.latency_buckets) {
-            if us <= *bound {
-                bucket.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        self.latency_count.fetch_add(1, Ordering::Relaxed);
-        self.latency_sum_us.fetch_add(us, Ordering::Relaxed);
+        self.latency.record(took);
     }
 
     /// What each shadow plugin would have done so far: by plugin, then by
@@ -172,21 +290,15 @@ impl Metrics {
             out,
             "# HELP hookbox_event_seconds Time to decide an event.\n# TYPE hookbox_event_seconds histogram"
         );
-        for (bound, count) in BUCKETS_US.iter().zip(&self.latency_buckets) {
+        self.latency.render(&mut out, "hookbox_event_seconds", "");
+        self.render_plugins(&mut out);
+        if let Some(log) = &self.decision_log {
             let _ = writeln!(
                 out,
-                "hookbox_event_seconds_bucket{{le=\"{}\"}} {}",
-                *bound as f64 / 1e6,
-                get(count)
+                "# HELP hookbox_decision_log_dropped_total Decision log records dropped because the sink fell behind.\n# TYPE hookbox_decision_log_dropped_total counter\nhookbox_decision_log_dropped_total {}",
+                log.dropped()
             );
         }
-        let count = get(&self.latency_count);
-        let _ = writeln!(out, "hookbox_event_seconds_bucket{{le=\"+Inf\"}} {count}");
-        let _ = writeln!(
-            out,
-            "hookbox_event_seconds_sum {}\nhookbox_event_seconds_count {count}",
-            get(&self.latency_sum_us) as f64 / 1e6
-        );
         let _ = writeln!(
             out,
             "# HELP hookbox_runs_created_total Runs started.\n# TYPE hookbox_runs_created_total counter\nhookbox_runs_created_total {}",
@@ -215,6 +327,57 @@ impl Metrics {
             "# HELP hookbox_stack_generation Reloads of the plugin directory so far, plus one.\n# TYPE hookbox_stack_generation gauge\nhookbox_stack_generation {generation}"
         );
         out
+    }
+}
+
+impl Metrics {
+    /// Each plugin's latency histogram, flows and fail-closed causes.
+    fn render_plugins(&self, out: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let plugins = self.plugins.read().unwrap_or_else(|p| p.into_inner());
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_plugin_decision_seconds Time a plugin took to answer an event (its instantiation included on its first event of a run).\n# TYPE hookbox_plugin_decision_seconds histogram"
+        );
+        for (name, counters) in plugins.iter() {
+            let labels = format!("plugin=\"{}\",", label(name));
+            counters
+                .latency
+                .render(out, "hookbox_plugin_decision_seconds", &labels);
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_plugin_flows_total Each plugin's own answers (not the net flow), by flow; shadows' are hookbox_shadow_*.\n# TYPE hookbox_plugin_flows_total counter"
+        );
+        for (name, counters) in plugins.iter() {
+            for (flow, count) in FLOWS.iter().zip(&counters.flows) {
+                let count = get(count);
+                if count > 0 {
+                    let _ = writeln!(
+                        out,
+                        "hookbox_plugin_flows_total{{plugin=\"{}\",flow=\"{flow}\"}} {count}",
+                        label(name)
+                    );
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_plugin_fail_closed_total Runs a plugin failed closed, by cause.\n# TYPE hookbox_plugin_fail_closed_total counter"
+        );
+        for (name, counters) in plugins.iter() {
+            for (cause, count) in CAUSES.iter().zip(&counters.fail_closed) {
+                let count = get(count);
+                if count > 0 {
+                    let _ = writeln!(
+                        out,
+                        "hookbox_plugin_fail_closed_total{{plugin=\"{}\",cause=\"{}\"}} {count}",
+                        label(name),
+                        cause.name()
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -6,9 +6,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hookbox::Run;
+use hookbox::audit::DecisionLog;
 use hookbox::watch::Snapshot;
 
 use crate::auth::Client;
+use crate::metrics::{Metrics, RunObserver};
 
 /// One live run (its instances and its context), and when it was last used.
 pub(crate) struct LiveRun {
@@ -22,11 +24,18 @@ impl LiveRun {
     ///
     /// # Errors
     /// Why not ([`hookbox::Busy`]: the runtime's instance slots are taken).
-    fn new(snapshot: &Snapshot, id: &str) -> Result<Arc<LiveRun>, String> {
-        let run = snapshot
+    fn new(snapshot: &Snapshot, id: &str, watch: &Watch) -> Result<Arc<LiveRun>, String> {
+        let mut run = snapshot
             .stack
             .try_start_run(id)
             .map_err(|e| e.to_string())?;
+        // Every answer of every plugin: per-plugin metrics, and the
+        // decision log if there is one.
+        let log = watch
+            .log
+            .as_ref()
+            .map(|log| log.for_run(snapshot.generation, DecisionLog::digests(&snapshot.plugins)));
+        run.observe(Arc::new(RunObserver::new(watch.metrics.clone(), log)));
         Ok(Arc::new(LiveRun {
             run: Mutex::new(run),
             generation: snapshot.generation,
@@ -43,12 +52,27 @@ impl LiveRun {
 }
 
 /// Live runs by client and id: a client sees only its own.
-#[derive(Default)]
 pub(crate) struct Runs {
     table: Mutex<HashMap<(Client, String), Arc<LiveRun>>>,
+    watch: Watch,
+}
+
+/// Who is told of every answer in a run.
+struct Watch {
+    metrics: Arc<Metrics>,
+    log: Option<Arc<DecisionLog>>,
 }
 
 impl Runs {
+    /// No runs yet; each run to come reports its answers to `metrics` and
+    /// `log`.
+    pub fn new(metrics: Arc<Metrics>, log: Option<Arc<DecisionLog>>) -> Runs {
+        Runs {
+            table: Mutex::default(),
+            watch: Watch { metrics, log },
+        }
+    }
+
     /// A new run with a random id on `snapshot`.
     ///
     /// # Errors
@@ -67,7 +91,10 @@ impl Runs {
                 table.len()
             ));
         }
-        table.insert((*client, id.clone()), LiveRun::new(snapshot, &id)?);
+        table.insert(
+            (*client, id.clone()),
+            LiveRun::new(snapshot, &id, &self.watch)?,
+        );
         Ok(id)
     }
 
@@ -110,7 +137,7 @@ impl Runs {
             ));
         }
         let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;
-        let live = LiveRun::new(&snapshot, &id)?;
+        let live = LiveRun::new(&snapshot, &id, &self.watch)?;
         table.insert(slot, live.clone());
         Ok((live, true))
     }

@@ -34,9 +34,10 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     run(
         Language::C,
         "wit-bindgen c",
-        Command::new(wit_bindgen)
+        Command::new(&wit_bindgen)
             .args(["c", "wit", "--world", "hook", "--out-dir"])
             .arg(&gen_dir)
+            .env("RUST_LIB_BACKTRACE", "0")
             .current_dir(&project.dir),
     )?;
 
@@ -57,7 +58,9 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     .arg(&module)
     .env("ZIG_LOCAL_CACHE_DIR", scratch.join("zig-cache"))
     .current_dir(&project.dir);
-    run(Language::C, "zig cc", &mut cc)?;
+    // Other wit-bindgen versions name the generated functions differently.
+    run(Language::C, "zig cc", &mut cc)
+        .map_err(|e| version_hint(e, &wit_bindgen, "0.63.0", INSTALL_WIT_BINDGEN))?;
     let bytes = std::fs::read(&module).map_err(|e| Error::io(&module, e))?;
     encode(Language::C, &bytes, None)
 }
@@ -84,6 +87,40 @@ fn zig_cc() -> Result<Command, Error> {
     let mut command = Command::new(python);
     command.args(["-m", "ziglang", "cc"]);
     Ok(command)
+}
+
+/// A failed build step's error, plus a word on `tool`'s version (from
+/// `tool --version`) when it is not the `pinned` one the template is
+/// written for.
+pub(super) fn version_hint(error: Error, tool: &Path, pinned: &str, install: &str) -> Error {
+    let Error::Build {
+        language,
+        step,
+        mut output,
+    } = error
+    else {
+        return error;
+    };
+    let version = Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    if !version.ends_with(pinned) {
+        output.push_str(&format!(
+            "\n(this is {}, not {pinned}, which the template is written for: {install})",
+            if version.is_empty() {
+                tool.display().to_string()
+            } else {
+                version
+            }
+        ));
+    }
+    Error::Build {
+        language,
+        step,
+        output,
+    }
 }
 
 fn missing_zig() -> Error {

@@ -52,6 +52,15 @@ pub(super) fn package_name(dir: &Path) -> Result<String, Error> {
 pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     let node = find_tool(Language::JavaScript, "node", INSTALL_NODE)?;
     check_node(&node)?;
+    // componentize-js says only how many syntax errors there are: Node.js
+    // says where.
+    run(
+        Language::JavaScript,
+        "node --check guard.js",
+        Command::new(&node)
+            .args(["--check", "guard.js"])
+            .current_dir(&project.dir),
+    )?;
     // Absolute: it runs in the project's folder.
     let componentize = std::path::absolute(project.dir.join("node_modules/.bin/componentize-js"))
         .map_err(|e| Error::io(&project.dir, e))?;

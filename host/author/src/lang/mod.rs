@@ -174,10 +174,11 @@ impl Project {
     }
 
     /// A scratch folder for the build's own files, inside the project.
+    /// Absolute, since the tools run in the project's folder.
     pub(crate) fn scratch(&self) -> Result<PathBuf, Error> {
         let dir = self.dir.join("target").join("hookbox");
         std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        Ok(dir)
+        std::path::absolute(&dir).map_err(|e| Error::io(&dir, e))
     }
 }
 

@@ -30,7 +30,7 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     run(
         Language::Python,
         "componentize-py componentize",
-        Command::new(componentize)
+        Command::new(&componentize)
             .args([
                 "-d",
                 "wit",
@@ -42,7 +42,11 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
                 "-o",
             ])
             .arg(&out)
+            // Its errors without a Rust backtrace of componentize-py itself.
+            .env("RUST_LIB_BACKTRACE", "0")
             .current_dir(&project.dir),
-    )?;
+    )
+    // Other componentize-py versions generate other bindings.
+    .map_err(|e| super::c::version_hint(e, &componentize, "0.25.1", INSTALL_COMPONENTIZE_PY))?;
     std::fs::read(&out).map_err(|e| Error::io(&out, e))
 }
