@@ -20,6 +20,11 @@ pub(super) const TEMPLATE: &[(&str, &str)] = &[
         "package.json",
         include_str!("../../templates/javascript/package.json"),
     ),
+    // languages/javascript's lock, renamed: every package pinned as tested.
+    (
+        "package-lock.json",
+        include_str!("../../templates/javascript/package-lock.json"),
+    ),
     (
         "guard.js",
         include_str!("../../templates/javascript/guard.js"),
