@@ -3,7 +3,7 @@
 //!
 //! | module | job |
 //! |---|---|
-//! | [`new`] | a guard project from a template, in any language of [`Language::ALL`] |
+//! | [`new`](mod@new) | a guard project from a template, in any language of [`Language::ALL`] |
 //! | [`lang`] | recognising a project's language and building it into a component |
 //! | [`cases`] | test cases: events with the net flow they must get, run against a guard or a directory |
 //! | [`lock`] | pinning a plugin directory's files by their sha256 in `hookbox.toml` |

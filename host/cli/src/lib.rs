@@ -638,15 +638,21 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
         loaded.plugins.len()
     );
     for status in &loaded.plugins {
-        let required = if status.required {
+        let mut required = String::from(if status.required {
             "required"
         } else {
             "optional"
-        };
+        });
+        if status.mode == hookbox::manifest::Mode::Shadow {
+            required.push_str(", shadow: asked, never acted on");
+        }
         match &status.result {
             Ok(plugin) => {
                 terminal::say!("- {} ({}, {required}): ok", status.name, status.file);
                 describe(plugin);
+                if let Some(digest) = &status.sha256 {
+                    terminal::say!("  sha256:        {digest}");
+                }
             }
             Err(error) => {
                 terminal::tell!(

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Language, Project, encode, find_tool, run};
+use super::{Language, Project, encode, find_tool, run, version_hint};
 use crate::Error;
 
 const INSTALL_WIT_BINDGEN: &str = "cargo install --locked wit-bindgen-cli@0.63.0";
@@ -15,7 +15,7 @@ const INSTALL_ZIG: &str =
     "pip install ziglang==0.17.1 (used as `python3 -m ziglang cc`), or put zig 0.17 on PATH";
 
 /// The project `hookbox new --lang c` writes (with wit/, README.md and
-/// cases/ from [`crate::new`]).
+/// cases/ from [`crate::new()`]).
 pub(super) const TEMPLATE: &[(&str, &str)] = &[
     ("guard.c", include_str!("../../templates/c/guard.c")),
     (".gitignore", include_str!("../../templates/c/.gitignore")),
@@ -24,9 +24,7 @@ pub(super) const TEMPLATE: &[(&str, &str)] = &[
 pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     let wit_bindgen = find_tool(Language::C, "wit-bindgen", INSTALL_WIT_BINDGEN)?;
     let mut cc = zig_cc()?;
-    // Absolute: the tools run in the project's folder.
     let scratch = project.scratch()?;
-    let scratch = std::path::absolute(&scratch).map_err(|e| Error::io(&scratch, e))?;
     let gen_dir = scratch.join("gen");
     if gen_dir.exists() {
         std::fs::remove_dir_all(&gen_dir).map_err(|e| Error::io(&gen_dir, e))?;
@@ -88,41 +86,6 @@ fn zig_cc() -> Result<Command, Error> {
     command.args(["-m", "ziglang", "cc"]);
     Ok(command)
 }
-
-/// A failed build step's error, plus a word on `tool`'s version (from
-/// `tool --version`) when it is not the `pinned` one the template is
-/// written for.
-pub(super) fn version_hint(error: Error, tool: &Path, pinned: &str, install: &str) -> Error {
-    let Error::Build {
-        language,
-        step,
-        mut output,
-    } = error
-    else {
-        return error;
-    };
-    let version = Command::new(tool)
-        .arg("--version")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
-    if !version.ends_with(pinned) {
-        output.push_str(&format!(
-            "\n(this is {}, not {pinned}, which the template is written for: {install})",
-            if version.is_empty() {
-                tool.display().to_string()
-            } else {
-                version
-            }
-        ));
-    }
-    Error::Build {
-        language,
-        step,
-        output,
-    }
-}
-
 fn missing_zig() -> Error {
     Error::MissingTool {
         language: "c",

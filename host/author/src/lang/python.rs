@@ -10,7 +10,7 @@ use crate::Error;
 const INSTALL_COMPONENTIZE_PY: &str = "pip install componentize-py==0.25.1";
 
 /// The project `hookbox new --lang python` writes (with wit/, README.md and
-/// cases/ from [`crate::new`]).
+/// cases/ from [`crate::new()`]).
 pub(super) const TEMPLATE: &[(&str, &str)] = &[
     ("app.py", include_str!("../../templates/python/app.py")),
     (
@@ -21,9 +21,7 @@ pub(super) const TEMPLATE: &[(&str, &str)] = &[
 
 pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     let componentize = find_tool(Language::Python, "componentize-py", INSTALL_COMPONENTIZE_PY)?;
-    // Absolute: the tools run in the project's folder.
     let scratch = project.scratch()?;
-    let scratch = std::path::absolute(&scratch).map_err(|e| Error::io(&scratch, e))?;
     let out = scratch.join(format!("{}.wasm", project.name));
     // `componentize` writes the bindings itself (no `bindings` step), to a
     // folder of its own: the project keeps none to go stale.
@@ -47,6 +45,6 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
             .current_dir(&project.dir),
     )
     // Other componentize-py versions generate other bindings.
-    .map_err(|e| super::c::version_hint(e, &componentize, "0.25.1", INSTALL_COMPONENTIZE_PY))?;
+    .map_err(|e| super::version_hint(e, &componentize, "0.25.1", INSTALL_COMPONENTIZE_PY))?;
     std::fs::read(&out).map_err(|e| Error::io(&out, e))
 }
