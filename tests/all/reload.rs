@@ -227,3 +227,19 @@ fn a_plugin_in_a_subdirectory_named_by_the_manifest_is_hot_reloaded() {
         "the new plugin is live"
     );
 }
+
+#[test]
+fn reloads_are_counted_by_how_they_ended() {
+    let (dir, watcher) = watched("counted", "v1");
+    assert_eq!(watcher.reloads(), (0, 0), "the first load is not a reload");
+    manifest(&dir, "v2");
+    watcher.reload_now();
+    std::fs::write(dir.join("guard.wasm"), b"not a component").unwrap();
+    watcher.reload_now();
+    assert_eq!(watcher.reloads(), (1, 1));
+    assert_eq!(
+        version_of(&watcher),
+        Flow::skip("v2"),
+        "the failed reload kept v2 live"
+    );
+}

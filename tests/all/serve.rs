@@ -325,6 +325,7 @@ fn metrics_are_kept_per_plugin_and_every_decision_that_matters_is_logged() {
         "hookbox_plugin_flows_total{plugin=\"guard\",flow=\"skip\"} 1",
         "hookbox_plugin_fail_closed_total{plugin=\"guard\",cause=\"trap\"} 1",
         "hookbox_decision_log_dropped_total 0",
+        "hookbox_reloads_total{result=\"ok\"} 0",
     ] {
         assert!(metrics.contains(line), "{line} missing from\n{metrics}");
     }
@@ -360,6 +361,28 @@ fn metrics_are_kept_per_plugin_and_every_decision_that_matters_is_logged() {
         (&records[1]["cause"], &records[1]["generation"]),
         (&json!("trap"), &json!(1))
     );
+}
+
+#[test]
+fn metrics_count_compile_cache_hits_and_misses() {
+    let dir = scratch_dir("serve-cache");
+    put(&dir, "guard.wasm", guests::PUPPET);
+    manifest(&dir, "v1");
+    let cache = scratch_dir("serve-cache-dir");
+    let runtime = hookbox::Runtime::new(hookbox::RuntimeConfig {
+        cache_dir: Some(cache),
+        ..hookbox::RuntimeConfig::default()
+    })
+    .unwrap();
+    let source = StackSource::watch(&runtime, &dir, Duration::from_millis(100)).unwrap();
+    let (_tokio, server) = serving(source, ServeConfig::default());
+    let (_, metrics) = request(server.addr, "GET", "/metrics", "");
+    for line in [
+        "hookbox_compile_cache_total{result=\"hit\"} 0",
+        "hookbox_compile_cache_total{result=\"miss\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} missing from\n{metrics}");
+    }
 }
 
 #[test]

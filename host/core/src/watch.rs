@@ -162,6 +162,25 @@ pub struct DirWatcher {
     reports: Mutex<Receiver<ReloadReport>>,
     state: Arc<Mutex<Reloader>>,
     watches: Arc<Watches>,
+    counts: Arc<ReloadCounts>,
+    runtime: Runtime,
+}
+
+/// Reloads so far, by how they ended.
+#[derive(Default)]
+struct ReloadCounts {
+    ok: std::sync::atomic::AtomicU64,
+    failed: std::sync::atomic::AtomicU64,
+}
+
+impl ReloadCounts {
+    /// Counts `report`: failed when a plugin or the directory could not be
+    /// loaded.
+    fn count(&self, report: &ReloadReport) {
+        let failed = report.directory_error.is_some() || !report.errors.is_empty();
+        let counter = if failed { &self.failed } else { &self.ok };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// What is watched: the directory, and each subdirectory a manifest entry
@@ -256,7 +275,9 @@ impl DirWatcher {
         watches.cover(&current.load());
 
         let (reports_tx, reports_rx) = mpsc::channel();
-        let (thread_current, thread_state) = (current.clone(), state.clone());
+        let counts = Arc::new(ReloadCounts::default());
+        let (thread_current, thread_state, thread_counts) =
+            (current.clone(), state.clone(), counts.clone());
         // Weak: the watcher (the events' sender) must drop with the
         // DirWatcher, which ends this thread.
         let thread_watches = Arc::downgrade(&watches);
@@ -291,6 +312,7 @@ impl DirWatcher {
                         Err(_) => return,
                     };
                     log_report(&report);
+                    thread_counts.count(&report);
                     retry = report.worth_retrying().then(|| match (woke, retry) {
                         (Err(_), Some(wait)) => (wait * 2).min(RETRY_MAX),
                         _ => RETRY_FIRST,
@@ -313,6 +335,8 @@ impl DirWatcher {
             reports: Mutex::new(reports_rx),
             state,
             watches,
+            counts,
+            runtime: runtime.clone(),
         })
     }
 
@@ -329,7 +353,24 @@ impl DirWatcher {
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         let report = state.reload_into(&self.current, Instant::now());
         self.watches.cover(&self.current.load());
+        self.counts.count(&report);
         report
+    }
+
+    /// Reloads since the first load: those that loaded everything, and
+    /// those where a plugin or the directory could not be loaded.
+    pub fn reloads(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (
+            self.counts.ok.load(Relaxed),
+            self.counts.failed.load(Relaxed),
+        )
+    }
+
+    /// The runtime the directory's plugins are compiled on (its compile
+    /// cache's counts: [`Runtime::cache_stats`]).
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
     }
 
     /// Waits up to `timeout` for the next report of a watcher-triggered

@@ -420,8 +420,12 @@ async fn metrics_text(State(app): State<Arc<App>>) -> Response {
     let snapshot = app.source.snapshot();
     (
         [("content-type", "text/plain; version=0.0.4")],
-        app.metrics
-            .render(live, snapshot.generation, snapshot.stack.instance_slots()),
+        app.metrics.render(
+            live,
+            snapshot.generation,
+            snapshot.stack.instance_slots(),
+            &app.source,
+        ),
     )
         .into_response()
 }

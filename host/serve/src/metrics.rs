@@ -233,6 +233,7 @@ impl Metrics {
         live_runs: usize,
         generation: u64,
         (slots_used, slots): (usize, usize),
+        source: &hookbox::watch::StackSource,
     ) -> String {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = String::new();
@@ -322,6 +323,20 @@ impl Metrics {
             out,
             "# HELP hookbox_live_runs Runs live now.\n# TYPE hookbox_live_runs gauge\nhookbox_live_runs {live_runs}"
         );
+        if let hookbox::watch::StackSource::Watched(watcher) = source {
+            let (ok, failed) = watcher.reloads();
+            let _ = writeln!(
+                out,
+                "# HELP hookbox_reloads_total Reloads of the plugin directory, by result (failed: a plugin or the directory could not be loaded; what was live stays live).\n# TYPE hookbox_reloads_total counter\nhookbox_reloads_total{{result=\"ok\"}} {ok}\nhookbox_reloads_total{{result=\"failed\"}} {failed}"
+            );
+            if let Some(cache) = watcher.runtime().cache_stats() {
+                let _ = writeln!(
+                    out,
+                    "# HELP hookbox_compile_cache_total Plugins looked up in the compile cache, by result.\n# TYPE hookbox_compile_cache_total counter\nhookbox_compile_cache_total{{result=\"hit\"}} {}\nhookbox_compile_cache_total{{result=\"miss\"}} {}",
+                    cache.hits, cache.misses
+                );
+            }
+        }
         let _ = writeln!(
             out,
             "# HELP hookbox_stack_generation Reloads of the plugin directory so far, plus one.\n# TYPE hookbox_stack_generation gauge\nhookbox_stack_generation {generation}"
