@@ -124,6 +124,38 @@ fn instantiation(c: &mut Criterion, runtime: &Runtime, plugin: &Arc<Plugin>) {
     group.bench_function("empty-stack", |b| {
         b.iter(|| black_box(run.dispatch(&ctx, &delta)))
     });
+    // Eight guards, each scoped to another tool (`tools = [...]` in the
+    // manifest), and a call to a ninth: answered without entering a guest.
+    let mut scoped = HookStack::new();
+    for i in 0..8 {
+        let tools =
+            hookbox::matcher::ToolMatcher::new([format!("tool_{i}"), format!("mcp__{i}__*")]);
+        scoped.push_scoped(plugin.clone(), tools, false);
+    }
+    let mut run = scoped.start_run("r");
+    let other = tool_call(1024, Answer::Continue);
+    group.bench_function("scoped-8-other-tool", |b| {
+        b.iter(|| black_box(run.dispatch(&ctx, &other)))
+    });
+    group.finish();
+
+    // What a decision log adds per event, against the same stack without
+    // one: 8 plugins, every decision logged (to a sink that keeps nothing).
+    let mut group = c.benchmark_group("decision_log");
+    let event = tool_call(1024, Answer::Continue);
+    let stack = wasm_stack(plugin, 8);
+    let mut run = stack.start_run("off");
+    run.instantiate_all().expect("instances");
+    group.bench_function("off/8", |b| {
+        b.iter(|| black_box(run.dispatch(&ctx, &event)))
+    });
+    let log = Arc::new(hookbox::audit::DecisionLog::to_writer(std::io::sink()).all());
+    let mut run = stack.start_run("on");
+    run.instantiate_all().expect("instances");
+    run.observe(log.for_run(1, Default::default()));
+    group.bench_function("every-decision/8", |b| {
+        b.iter(|| black_box(run.dispatch(&ctx, &event)))
+    });
     group.finish();
 }
 

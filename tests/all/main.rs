@@ -12,6 +12,7 @@ mod examples;
 mod fail_closed;
 mod isolation;
 mod loading;
+mod matchers;
 mod openai;
 mod pins;
 mod properties;

@@ -38,6 +38,8 @@ pub struct PluginStatus {
     pub required: bool,
     /// Enforce, or shadow.
     pub mode: Mode,
+    /// The tools it is scoped to (`None`: every tool).
+    pub tools: Option<Vec<String>>,
     /// The sha256 (hex) of the bytes it was loaded from; `None` when the
     /// file could not be read.
     pub sha256: Option<String>,
@@ -101,6 +103,7 @@ pub fn plan(dir: &Path) -> Result<(Vec<PluginEntry>, bool, Vec<String>), Error> 
                 limits: Default::default(),
                 mode: Mode::Enforce,
                 sha256: None,
+                tools: None,
             })
             .collect();
         (entries, false)
@@ -200,14 +203,19 @@ pub(crate) fn load_with(
     let mut stack = HookStack::new();
     let mut plugins = Vec::with_capacity(results.len());
     for (entry, name, sha256, result) in results {
-        match &result {
-            Ok(plugin) if entry.mode == Mode::Shadow => {
+        let shadow = entry.mode == Mode::Shadow;
+        match (&result, &entry.tools) {
+            (Ok(plugin), Some(tools)) => {
+                let tools = crate::matcher::ToolMatcher::new(tools.iter().cloned());
+                stack.push_scoped(plugin.clone(), tools, shadow);
+            }
+            (Ok(plugin), None) if shadow => {
                 stack.push_shadow(plugin.clone());
             }
-            Ok(plugin) => {
+            (Ok(plugin), None) => {
                 stack.push_plugin(plugin.clone());
             }
-            Err(reason) if entry.required && entry.mode == Mode::Enforce => {
+            (Err(reason), _) if entry.required && entry.mode == Mode::Enforce => {
                 tracing::error!(
                     plugin = name,
                     file = entry.file,
@@ -220,7 +228,7 @@ pub(crate) fn load_with(
                     format!("{}: {}: {}", entry.file, reason.phase, reason.reason),
                 );
             }
-            Err(reason) => {
+            (Err(reason), _) => {
                 tracing::warn!(
                     plugin = name,
                     file = entry.file,
@@ -240,6 +248,7 @@ pub(crate) fn load_with(
             file: entry.file,
             required: entry.required,
             mode: entry.mode,
+            tools: entry.tools.clone(),
             sha256,
             result,
             newer_version_failed: None,

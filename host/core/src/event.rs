@@ -11,6 +11,17 @@ use wasmtime::component::{ComponentType, Lift, Lower};
 use crate::json::json_text;
 
 impl StepEvent {
+    /// The tool a tool-call, tool-result or invalid-tool-call is about; what
+    /// tool matchers ([`crate::matcher`]) scope. `None` for other kinds.
+    pub fn tool_name(&self) -> Option<&str> {
+        match self {
+            StepEvent::ToolCall(e) => Some(&e.tool_name),
+            StepEvent::ToolResult(e) => Some(&e.tool_name),
+            StepEvent::InvalidToolCall(e) => Some(&e.tool_name),
+            _ => None,
+        }
+    }
+
     /// Bytes of text the event carries (its prompts, contents, arguments,
     /// results, deltas): what lowering it into a guest copies.
     pub fn payload_len(&self) -> usize {

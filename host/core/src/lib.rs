@@ -20,7 +20,8 @@
 //! | [`audit`] | decision logs: a JSON line per decision, never stalling one |
 //! | [`cache`] | the verified compile cache |
 //! | [`limits`] | per-plugin limits and their enforcement |
-//! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness |
+//! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness, mode, pins, tools |
+//! | [`matcher`] | tool matchers: the tools a plugin is asked about |
 //! | [`directory`] | loading a plugin directory safely |
 //! | `watch` | hot reload with an atomic swap (feature `watch`, on by default) |
 //! | [`json`] | serde helpers for the JSON forms (JSON carried as text) |
@@ -71,6 +72,7 @@ pub mod inspect;
 pub mod json;
 pub mod limits;
 pub mod manifest;
+pub mod matcher;
 pub mod plugin;
 pub mod rules;
 mod slots;

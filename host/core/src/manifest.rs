@@ -11,6 +11,7 @@
 //! mode = "enforce"                # default. "shadow": asked and logged,
 //!                                 # but its answers never change a run
 //! sha256 = "f7e4c02fa2448dcd54812e49d926b4491f1d8ec76a2481c17faf64eca047ca37"   # optional pin
+//! tools = ["shell", "net_*"]      # optional: asked about these tools only
 //! [plugin.config]                 # handed to the guest's `config` import
 //! deny = "shell, net_*"
 //! max_calls = 10                  # numbers and booleans become text
@@ -70,6 +71,22 @@ pub struct PluginEntry {
     /// failure). `hookbox lock` writes it.
     #[serde(default, deserialize_with = "digest")]
     pub sha256: Option<String>,
+    /// The tools (names, or globs with `*` and `?`) whose tool-call,
+    /// tool-result and invalid-tool-call events the plugin is asked about;
+    /// all when absent. See [`crate::matcher`].
+    #[serde(default, deserialize_with = "tools")]
+    pub tools: Option<Vec<String>>,
+}
+
+/// A non-empty list of tool patterns.
+fn tools<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Vec<String>>, D::Error> {
+    let tools = Vec::<String>::deserialize(d)?;
+    if tools.is_empty() || tools.iter().any(|t| t.trim().is_empty()) {
+        return Err(serde::de::Error::custom(
+            "tools lists tool names or globs (`[\"shell\", \"net_*\"]`); an empty list or name would match nothing: leave `tools` out to be asked about every tool",
+        ));
+    }
+    Ok(Some(tools))
 }
 
 /// How a plugin's answers count.
@@ -314,6 +331,7 @@ mod tests {
             (manifest.plugins[1].mode, &manifest.plugins[1].sha256),
             (Mode::Enforce, &None)
         );
+        assert_eq!(manifest.plugins[1].tools, None);
 
         let err = Manifest::parse("[[plugin]]\nfile = \"a.wasm\"\nmode = \"audit\"\n").unwrap_err();
         assert!(err.contains("line 3") && err.contains("shadow"), "{err}");
@@ -322,6 +340,22 @@ mod tests {
             err.contains("line 3") && err.contains("64 hex digits"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn tools_are_a_list_of_names_or_globs() {
+        let manifest =
+            Manifest::parse("[[plugin]]\nfile = \"a.wasm\"\ntools = [\"shell\", \"net_*\"]\n")
+                .unwrap();
+        assert_eq!(
+            manifest.plugins[0].tools.as_deref(),
+            Some(&["shell".to_string(), "net_*".to_string()][..])
+        );
+        for bad in ["tools = []", "tools = [\"\"]", "tools = \"shell\""] {
+            let err =
+                Manifest::parse(&format!("[[plugin]]\nfile = \"a.wasm\"\n{bad}\n")).unwrap_err();
+            assert!(err.contains("line 3"), "{bad}: {err}");
+        }
     }
 
     #[test]

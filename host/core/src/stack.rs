@@ -39,6 +39,7 @@ use crate::error::{Busy, Cause, FailClosed};
 use crate::event::{EventKind, EventKinds, HookContext, StepEvent};
 use crate::flow::{Flow, RequestPatch};
 use crate::json::{canonical, is_json_object};
+use crate::matcher::ToolMatcher;
 use crate::plugin::{Plugin, PluginInstance};
 use crate::rules::Composition;
 use crate::slots::Reservation;
@@ -169,6 +170,7 @@ enum Entry {
     Plugin {
         plugin: Arc<Plugin>,
         shadow: bool,
+        tools: Option<Arc<ToolMatcher>>,
     },
     Stack(Arc<HookStack>),
     /// A required plugin that could not be loaded: every run fails closed.
@@ -188,6 +190,56 @@ pub struct HookStack {
     /// Instance slots a run reserves, per runtime: one per plugin, nested
     /// stacks included.
     slots_needed: Vec<(Runtime, usize)>,
+    /// The tools any hook of the stack is asked about, when every hook
+    /// that takes tool events is scoped to tools.
+    tool_scope: ToolScope,
+}
+
+/// Whether a stack's tool events can be answered without asking anyone.
+#[derive(Clone, Default)]
+enum ToolScope {
+    /// No hook takes tool events yet.
+    #[default]
+    Nobody,
+    /// Every hook that takes them is scoped: these tools, together.
+    Tools(Arc<ToolMatcher>),
+    /// Some hook takes every tool's events.
+    Everyone,
+}
+
+impl ToolScope {
+    fn widen(&mut self, scope: ToolScope) {
+        *self = match (std::mem::take(self), scope) {
+            (ToolScope::Everyone, _) | (_, ToolScope::Everyone) => ToolScope::Everyone,
+            (ToolScope::Nobody, other) | (other, ToolScope::Nobody) => other,
+            (ToolScope::Tools(a), ToolScope::Tools(b)) => ToolScope::Tools(Arc::new(a.union(&b))),
+        };
+    }
+
+    /// What a hook of `subscriptions`, scoped to `tools`, adds.
+    fn of(subscriptions: EventKinds, tools: Option<&Arc<ToolMatcher>>) -> ToolScope {
+        let takes_tools = [
+            EventKind::ToolCall,
+            EventKind::ToolResult,
+            EventKind::InvalidToolCall,
+        ]
+        .into_iter()
+        .any(|k| subscriptions.contains(k));
+        match (takes_tools, tools) {
+            (false, _) => ToolScope::Nobody,
+            (true, Some(tools)) => ToolScope::Tools(tools.clone()),
+            (true, None) => ToolScope::Everyone,
+        }
+    }
+
+    /// Whether no hook is asked about `tool`.
+    fn answers_alone(&self, tool: &str) -> bool {
+        match self {
+            ToolScope::Nobody => true,
+            ToolScope::Tools(tools) => !tools.matches(tool),
+            ToolScope::Everyone => false,
+        }
+    }
 }
 
 impl HookStack {
@@ -212,13 +264,29 @@ impl HookStack {
     /// Adds a native Rust hook after the others.
     pub fn push_hook(&mut self, hook: impl Hook + 'static) -> &mut Self {
         self.subscriptions = self.subscriptions.union(hook.subscriptions());
+        self.tool_scope
+            .widen(ToolScope::of(hook.subscriptions(), None));
         self.entries.push(Entry::Native(Arc::new(hook)));
         self
     }
 
     /// Adds a WASM plugin after the others; each run gets its own instance.
     pub fn push_plugin(&mut self, plugin: Arc<Plugin>) -> &mut Self {
-        self.push_wasm(plugin, false)
+        self.push_wasm(plugin, false, None)
+    }
+
+    /// Adds a WASM plugin asked about tool-call, tool-result and
+    /// invalid-tool-call events only for the tools `tools` matches (other
+    /// kinds as it subscribed); `shadow` as for [`HookStack::push_shadow`].
+    /// A tool event no hook of the stack is scoped to is answered without
+    /// entering any guest.
+    pub fn push_scoped(
+        &mut self,
+        plugin: Arc<Plugin>,
+        tools: ToolMatcher,
+        shadow: bool,
+    ) -> &mut Self {
+        self.push_wasm(plugin, shadow, Some(Arc::new(tools)))
     }
 
     /// Adds a WASM plugin in shadow mode after the others: asked at its
@@ -226,19 +294,31 @@ impl HookStack {
     /// ([`Decision::shadow`]), never acted on. Its instance is per run, as
     /// for any plugin.
     pub fn push_shadow(&mut self, plugin: Arc<Plugin>) -> &mut Self {
-        self.push_wasm(plugin, true)
+        self.push_wasm(plugin, true, None)
     }
 
-    fn push_wasm(&mut self, plugin: Arc<Plugin>, shadow: bool) -> &mut Self {
+    fn push_wasm(
+        &mut self,
+        plugin: Arc<Plugin>,
+        shadow: bool,
+        tools: Option<Arc<ToolMatcher>>,
+    ) -> &mut Self {
         self.subscriptions = self.subscriptions.union(plugin.subscriptions());
+        self.tool_scope
+            .widen(ToolScope::of(plugin.subscriptions(), tools.as_ref()));
         self.need_slots(plugin.runtime(), 1);
-        self.entries.push(Entry::Plugin { plugin, shadow });
+        self.entries.push(Entry::Plugin {
+            plugin,
+            shadow,
+            tools,
+        });
         self
     }
 
     /// Nests a stack: it answers as one hook, by the same rules.
     pub fn push_stack(&mut self, stack: HookStack) -> &mut Self {
         self.subscriptions = self.subscriptions.union(stack.subscriptions);
+        self.tool_scope.widen(stack.tool_scope.clone());
         for (runtime, needed) in &stack.slots_needed {
             self.need_slots(runtime, *needed);
         }
@@ -250,6 +330,7 @@ impl HookStack {
     /// of this stack fails closed at its first event, naming it.
     pub fn push_unloadable(&mut self, name: &str, reason: impl Into<String>) -> &mut Self {
         self.subscriptions = EventKinds::ALL;
+        self.tool_scope = ToolScope::Everyone;
         self.entries.push(Entry::Unloadable {
             name: Arc::from(name),
             reason: reason.into(),
@@ -334,6 +415,7 @@ impl HookStack {
             },
             slots: self.slots(),
             subscriptions: self.subscriptions,
+            tool_scope: self.tool_scope.clone(),
             max_event_bytes: self
                 .max_event_bytes
                 .unwrap_or(HookStack::DEFAULT_MAX_EVENT_BYTES),
@@ -350,14 +432,20 @@ impl HookStack {
                     name: Arc::from(hook.name()),
                     hook: hook.clone(),
                 },
-                Entry::Plugin { plugin, shadow } => Slot::Plugin {
+                Entry::Plugin {
+                    plugin,
+                    shadow,
+                    tools,
+                } => Slot::Plugin {
                     plugin: plugin.clone(),
                     instance: Instance::NotStarted(BTreeMap::new()),
                     shadow: *shadow,
+                    tools: tools.clone(),
                 },
                 Entry::Stack(stack) => Slot::Stack {
                     slots: stack.slots(),
                     subscriptions: stack.subscriptions,
+                    tool_scope: stack.tool_scope.clone(),
                 },
                 Entry::Unloadable { name, reason } => Slot::Unloadable {
                     name: name.clone(),
@@ -382,6 +470,8 @@ pub struct Run {
     /// What any hook of the stack subscribed to: other kinds are answered
     /// without walking the stack.
     subscriptions: EventKinds,
+    /// Tool events for tools no hook is scoped to are answered likewise.
+    tool_scope: ToolScope,
     /// Events carrying more text are refused before any guest runs.
     max_event_bytes: usize,
     ended: Option<Outcome>,
@@ -399,10 +489,13 @@ enum Slot {
         instance: Instance,
         /// Asked, never acted on.
         shadow: bool,
+        /// Asked about these tools' events only.
+        tools: Option<Arc<ToolMatcher>>,
     },
     Stack {
         slots: Vec<Slot>,
         subscriptions: EventKinds,
+        tool_scope: ToolScope,
     },
     Unloadable {
         name: Arc<str>,
@@ -460,7 +553,7 @@ impl Run {
         }
         dispatch_to(
             &mut self.slots,
-            (self.subscriptions, self.max_event_bytes),
+            (self.subscriptions, &self.tool_scope, self.max_event_bytes),
             (&mut self.ended, self.observer.as_deref()),
             &self.ctx,
             event,
@@ -546,7 +639,7 @@ impl Run {
     pub fn dispatch(&mut self, ctx: &HookContext, event: &StepEvent) -> Outcome {
         dispatch_to(
             &mut self.slots,
-            (self.subscriptions, self.max_event_bytes),
+            (self.subscriptions, &self.tool_scope, self.max_event_bytes),
             (&mut self.ended, self.observer.as_deref()),
             ctx,
             event,
@@ -558,7 +651,7 @@ impl Run {
 /// context.
 fn dispatch_to(
     slots: &mut [Slot],
-    (subscriptions, max_event_bytes): (EventKinds, usize),
+    (subscriptions, tool_scope, max_event_bytes): (EventKinds, &ToolScope, usize),
     (ended, observer): (&mut Option<Outcome>, Option<&dyn Observe>),
     ctx: &HookContext,
     event: &StepEvent,
@@ -581,6 +674,14 @@ fn dispatch_to(
         return Err(failure);
     }
     if !subscriptions.contains(kind) && kind != EventKind::InvalidToolCall {
+        return Ok(Decision::new(kind.default_flow()));
+    }
+    // A tool no hook is scoped to: nobody to ask (an invalid tool call
+    // then fails, as when nobody subscribed).
+    if event
+        .tool_name()
+        .is_some_and(|tool| tool_scope.answers_alone(tool))
+    {
         return Ok(Decision::new(kind.default_flow()));
     }
     let mut asking = Asking {
@@ -618,7 +719,7 @@ fn compose(
         Composition::Accumulate => accumulate(slots, ctx, event, kind, asking),
         Composition::Chain => chain(slots, ctx, event, kind, asking),
         Composition::FirstNonContinue => {
-            for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
+            for slot in slots.iter_mut().filter(|s| s.wants(kind, event)) {
                 let Some(decision) = slot.ask(ctx, event, kind, asking) else {
                     continue;
                 };
@@ -640,7 +741,7 @@ fn accumulate(
     asking: &mut Asking<'_>,
 ) -> Outcome {
     let mut merged: Option<(RequestPatch, Arc<str>)> = None;
-    for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
+    for slot in slots.iter_mut().filter(|s| s.wants(kind, event)) {
         let Some(decision) = slot.ask(ctx, event, kind, asking) else {
             continue;
         };
@@ -685,7 +786,7 @@ fn chain(
 ) -> Outcome {
     let mut current = Cow::Borrowed(event);
     let mut rewrite: Option<(String, Option<Arc<str>>)> = None;
-    for slot in slots.iter_mut().filter(|s| s.subscribes(kind)) {
+    for slot in slots.iter_mut().filter(|s| s.wants(kind, event)) {
         let Some(decision) = slot.ask(ctx, &current, kind, asking) else {
             continue;
         };
@@ -793,11 +894,28 @@ fn instantiate_slots(slots: &mut [Slot], run_id: &str) -> Result<(), FailClosed>
 }
 
 impl Slot {
-    fn subscribes(&self, kind: EventKind) -> bool {
+    /// Whether the slot is asked about `event`: it subscribed to its kind
+    /// and, for a tool event, is scoped to its tool (or not scoped).
+    fn wants(&self, kind: EventKind, event: &StepEvent) -> bool {
         match self {
             Slot::Native { hook, .. } => hook.subscriptions().contains(kind),
-            Slot::Plugin { plugin, .. } => plugin.subscriptions().contains(kind),
-            Slot::Stack { subscriptions, .. } => subscriptions.contains(kind),
+            Slot::Plugin { plugin, tools, .. } => {
+                plugin.subscriptions().contains(kind)
+                    && match (tools, event.tool_name()) {
+                        (Some(tools), Some(tool)) => tools.matches(tool),
+                        _ => true,
+                    }
+            }
+            Slot::Stack {
+                subscriptions,
+                tool_scope,
+                ..
+            } => {
+                subscriptions.contains(kind)
+                    && !event
+                        .tool_name()
+                        .is_some_and(|tool| tool_scope.answers_alone(tool))
+            }
             Slot::Unloadable { .. } => true,
         }
     }

@@ -517,12 +517,14 @@ fn same_plugins(live: &[PluginStatus], next: &[PluginStatus]) -> bool {
                 &a.file,
                 a.required,
                 a.mode,
+                &a.tools,
                 &a.newer_version_failed,
             ) == (
                 &b.name,
                 &b.file,
                 b.required,
                 b.mode,
+                &b.tools,
                 &b.newer_version_failed,
             ) && match (&a.result, &b.result) {
                 (Ok(a), Ok(b)) => Arc::ptr_eq(a, b),
