@@ -2,29 +2,21 @@
 //! events only, and a tool no plugin is scoped to enters no guest. One test
 //! per rule of `hookbox::matcher`.
 
-use std::sync::Arc;
-
 use hookbox::matcher::ToolMatcher;
-use hookbox::{Cause, Flow, HookStack, Plugin, PluginOptions};
+use hookbox::{Cause, Flow, HookStack};
 
 use super::directory::{put, scratch_dir};
 use super::support::*;
 use hookbox_tests::guests;
 
-/// A puppet named `name`, answering to `name:...`.
-fn named(name: &str) -> Arc<Plugin> {
-    let bytes = std::fs::read(guests::PUPPET).unwrap();
-    let options = PluginOptions {
-        config: [("name".to_string(), name.to_string())].into(),
-        ..PluginOptions::default()
-    };
-    Arc::new(Plugin::from_bytes(runtime(), name, &bytes, options).unwrap())
-}
-
 fn scoped(names: &[&str]) -> HookStack {
     let mut stack = HookStack::new();
     for name in names {
-        stack.push_scoped(named(name), ToolMatcher::new([format!("{name}:*")]), false);
+        stack.push_scoped(
+            named_puppet(name),
+            ToolMatcher::new([format!("{name}:*")]),
+            false,
+        );
     }
     stack
 }
@@ -87,7 +79,7 @@ fn an_invalid_call_to_a_tool_nobody_is_scoped_to_fails() {
 #[test]
 fn one_unscoped_plugin_is_asked_about_every_tool() {
     let mut stack = scoped(&["a"]);
-    stack.push_plugin(named("free"));
+    stack.push_plugin(named_puppet("free"));
     assert_eq!(
         decided(once(&stack, &tool_call("free:flow:skip:asked", "{}"))).flow,
         Flow::skip("asked")

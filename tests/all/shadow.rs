@@ -4,27 +4,17 @@
 
 use std::sync::{Arc, Mutex};
 
-use hookbox::{Cause, Flow, HookStack, Plugin, PluginOptions, StepEvent, hook_fn};
+use hookbox::{Cause, Flow, HookStack, StepEvent, hook_fn};
 
 use super::directory::{put, scratch_dir};
 use super::support::*;
 use hookbox_tests::guests;
 
-/// A puppet named (and answering to) `name`.
-fn named(name: &str) -> Arc<Plugin> {
-    let bytes = std::fs::read(guests::PUPPET).unwrap();
-    let options = PluginOptions {
-        config: [("name".to_string(), name.to_string())].into(),
-        ..PluginOptions::default()
-    };
-    Arc::new(Plugin::from_bytes(runtime(), name, &bytes, options).unwrap())
-}
-
 /// A stack of: the shadow puppet `s`, then the enforcing puppet `e`.
 fn shadow_then_enforce() -> HookStack {
     let mut stack = HookStack::new();
-    stack.push_shadow(named("s"));
-    stack.push_plugin(named("e"));
+    stack.push_shadow(named_puppet("s"));
+    stack.push_plugin(named_puppet("e"));
     stack
 }
 
@@ -84,7 +74,7 @@ fn a_shadow_terminate_does_not_end_the_run() {
 fn a_shadow_rewrite_is_not_threaded_into_the_next_hook_nor_returned() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let mut stack = HookStack::new();
-    stack.push_shadow(named("s"));
+    stack.push_shadow(named_puppet("s"));
     let recorder = seen.clone();
     stack.push_hook(hook_fn("after", move |_, event| {
         if let StepEvent::ToolCall(call) = event {
@@ -158,7 +148,7 @@ fn a_shadow_answer_the_event_does_not_honour_is_reported_not_failed_closed() {
 #[test]
 fn a_shadow_does_not_answer_an_invalid_tool_call() {
     let mut stack = HookStack::new();
-    stack.push_shadow(named("s"));
+    stack.push_shadow(named_puppet("s"));
     let decision = decided(once(
         &stack,
         &invalid_tool_call("s:flow:repair:read_file", &["read_file"]),

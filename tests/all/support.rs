@@ -46,6 +46,17 @@ pub fn plugin_with(path: &str, config: &[(&str, &str)], limits: Option<Limits>) 
     plugin
 }
 
+/// A puppet named `name`, as a plugin too (its decisions name it),
+/// answering to `name:...`.
+pub fn named_puppet(name: &str) -> Arc<Plugin> {
+    let bytes = std::fs::read(hookbox_tests::guests::PUPPET).unwrap();
+    let options = PluginOptions {
+        config: [("name".to_string(), name.to_string())].into(),
+        ..PluginOptions::default()
+    };
+    Arc::new(Plugin::from_bytes(runtime(), name, &bytes, options).unwrap())
+}
+
 /// A puppet answering to `name` (commands `name:...`).
 pub fn puppet(name: &str) -> Arc<Plugin> {
     plugin(hookbox_tests::guests::PUPPET, &[("name", name)])
