@@ -60,9 +60,16 @@ fn decide<P: Protocol>(
     let store = SessionStore::open(&store_dir).map_err(|e| e.to_string())?;
     let mut state = store.lock(P::NAME, session).map_err(|e| e.to_string())?;
     let run_id = session.id.clone().unwrap_or_else(|| P::NAME.to_owned());
+    let span = tracing::info_span!(
+        "hookbox.run",
+        otel.name = "hookbox.run",
+        otel.kind = "server",
+        gen_ai.conversation.id = run_id.as_str(),
+        hookbox.surface = P::NAME,
+    );
     let mut run = loaded.stack.start_run(run_id);
     run.restore_scratchpads(state.load());
-    let outcome = run.step(event);
+    let outcome = span.in_scope(|| run.step(event));
     state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
     Ok(outcome)
 }

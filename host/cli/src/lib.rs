@@ -18,6 +18,7 @@ mod agent_hook;
 mod author;
 mod mcp;
 mod run;
+pub mod telemetry;
 mod terminal;
 
 use std::collections::BTreeMap;
@@ -283,15 +284,21 @@ where
         Command::Mcp { .. } => "hookbox=warn,hookbox_mcp=warn,hookbox::guest=info,warn",
         _ => "hookbox=info,hookbox_serve=info,warn",
     };
-    // Already set when embedded in a program with its own subscriber: keep it.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("HOOKBOX_LOG")
-                .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
-                .unwrap_or_else(|_| default_filter.into()),
-        )
-        .with_writer(std::io::stderr)
-        .try_init();
+    // Spans go to OTLP from the commands whose runs live long enough to
+    // trace; an agent hook's process lives for one event (`hookbox serve`'s
+    // hook endpoint traces those).
+    let export = matches!(
+        cli.command,
+        Command::Run(_) | Command::Serve { .. } | Command::Mcp { .. }
+    );
+    // Flushes the export when main returns, whatever the command did.
+    let _telemetry = match telemetry::Telemetry::init(default_filter, export) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            terminal::tell!("hookbox: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match cli.command {
         Command::Run(args) => run::run(args),
         Command::ClaudeCode { hook } => Ok(agent_hook(Agent::ClaudeCode, &hook)),
@@ -482,9 +489,33 @@ fn serve(
             dir.display(),
             server.addr
         );
-        server.wait().await.context("serving")?;
+        tokio::select! {
+            served = server.wait() => served.context("serving")?,
+            () = stop_signal() => terminal::tell!("hookbox serve: stopped"),
+        }
         Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
     })
+    // Dropping the async runtime here ends the live runs (their spans end
+    // too); main then flushes the trace export.
+}
+
+/// Resolves on Ctrl-C or, on Unix, SIGTERM: what a terminal or a service
+/// manager sends to stop a server.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
 }
 
 fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode> {

@@ -37,7 +37,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::flow::Flow;
 use crate::stack::{Decided, Observe};
 
 /// A JSON-lines decision log on its own writer thread.
@@ -218,7 +217,7 @@ impl Observe for RunLog {
         match d.outcome {
             Ok(flow) => {
                 map.insert("flow".into(), json!(flow.name()));
-                if let Some(reason) = reason(flow) {
+                if let Some(reason) = flow.reason() {
                     map.insert("reason".into(), json!(reason));
                 }
             }
@@ -232,16 +231,6 @@ impl Observe for RunLog {
             map.insert("shadow".into(), Value::Bool(true));
         }
         self.log.record(record.to_string());
-    }
-}
-
-/// What a flow says, for a person: not rewritten content.
-fn reason(flow: &Flow) -> Option<&str> {
-    match flow {
-        Flow::Terminate(text) | Flow::Skip(text) | Flow::Retry(text) | Flow::Repair(text) => {
-            Some(text)
-        }
-        _ => None,
     }
 }
 

@@ -90,6 +90,17 @@ impl Flow {
         }
     }
 
+    /// What the flow says, for a person: a terminate's or skip's reason, a
+    /// retry's feedback, a repair's tool name. Never rewritten content.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Flow::Terminate(text) | Flow::Skip(text) | Flow::Retry(text) | Flow::Repair(text) => {
+                Some(text)
+            }
+            _ => None,
+        }
+    }
+
     /// Whether this is [`Flow::Continue`].
     pub fn is_continue(&self) -> bool {
         matches!(self, Flow::Continue)

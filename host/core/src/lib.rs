@@ -79,6 +79,7 @@ mod slots;
 pub mod stack;
 mod state;
 pub mod stopped;
+pub mod trace;
 #[cfg(feature = "watch")]
 pub mod watch;
 

@@ -670,8 +670,10 @@ fn dispatch_to(
                 event.payload_len()
             ),
         );
-        *ended = Some(Err(failure.clone()));
-        return Err(failure);
+        let outcome = Err(failure);
+        crate::trace::record(&crate::trace::decision_span(kind, ctx), &outcome);
+        *ended = Some(outcome.clone());
+        return outcome;
     }
     if !subscriptions.contains(kind) && kind != EventKind::InvalidToolCall {
         return Ok(Decision::new(kind.default_flow()));
@@ -688,13 +690,17 @@ fn dispatch_to(
         shadows: Vec::new(),
         observer,
     };
-    let outcome = compose(slots, ctx, event, kind, &mut asking).map(|mut decision| {
-        if decision.flow.is_continue() {
-            decision.flow = kind.default_flow();
-        }
-        decision.shadow = asking.shadows;
-        decision
-    });
+    let span = crate::trace::decision_span(kind, ctx);
+    let outcome = span
+        .in_scope(|| compose(slots, ctx, event, kind, &mut asking))
+        .map(|mut decision| {
+            if decision.flow.is_continue() {
+                decision.flow = kind.default_flow();
+            }
+            decision.shadow = asking.shadows;
+            decision
+        });
+    crate::trace::record(&span, &outcome);
     if outcome.as_ref().map_or(true, Decision::ends_run) {
         *ended = Some(outcome.clone());
     }

@@ -105,16 +105,19 @@ struct Session {
     answered_here: Mutex<VecDeque<String>>,
     hidden: BTreeSet<String>,
     calls: AtomicU64,
+    /// The session's span, open while it lasts: each decision's span is a
+    /// child of it.
+    span: tracing::Span,
 }
 
 impl Session {
     /// Asks the run about `event`, off the async threads (a guest may run
     /// up to its deadline).
     async fn step(&self, event: StepEvent) -> Outcome {
-        let run = self.run.clone();
+        let (run, span) = (self.run.clone(), self.span.clone());
         let decided = tokio::task::spawn_blocking(move || {
             let mut run = run.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            run.step(&event)
+            span.in_scope(|| run.step(&event))
         })
         .await;
         decided.unwrap_or_else(|e| {
@@ -163,10 +166,18 @@ pub async fn proxy(
         impl AsyncWrite + Unpin + Send + 'static,
     ),
 ) -> Result<Ended, Error> {
+    let run_id = format!("mcp-{}", std::process::id());
+    let span = tracing::info_span!(
+        parent: None,
+        "hookbox.run",
+        otel.name = "hookbox.run",
+        otel.kind = "server",
+        gen_ai.conversation.id = run_id.as_str(),
+        hookbox.surface = "mcp",
+    );
     let session = Arc::new(Session {
-        run: Arc::new(Mutex::new(
-            stack.start_run(format!("mcp-{}", std::process::id())),
-        )),
+        run: Arc::new(Mutex::new(stack.start_run(run_id))),
+        span,
         outstanding: Mutex::default(),
         cancelled: Mutex::default(),
         answered_here: Mutex::default(),

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures_util::Stream;
 use hookbox::{HookStack, ToolChoice};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::config::LoopConfig;
 use crate::events::{EventSink, LoopCallback, LoopEvent};
@@ -155,14 +156,40 @@ impl Agent {
             std::process::id(),
             RUNS.fetch_add(1, Ordering::Relaxed) + 1
         );
+        // The run's root span: every model call, tool run and hook decision
+        // is inside it.
+        let span = tracing::info_span!(
+            "invoke_agent",
+            otel.name = "invoke_agent",
+            otel.kind = "internal",
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.provider.name = self.setup.model.provider(),
+            gen_ai.request.model = self.setup.model.name(),
+            gen_ai.conversation.id = run_id.as_str(),
+            hookbox.status = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_description = tracing::field::Empty,
+        );
         let mut state = LoopState::new(&self.setup, &run_id, prompt, events);
+        let drive = state.drive().instrument(span.clone());
         let status = match self.setup.config.timeout {
-            None => state.drive().await,
-            Some(limit) => match tokio::time::timeout(limit, state.drive()).await {
+            None => drive.await,
+            Some(limit) => match tokio::time::timeout(limit, drive).await {
                 Ok(status) => status,
                 Err(_) => RunStatus::TimedOut(limit),
             },
         };
-        state.finish(status)
+        span.record("hookbox.status", status.name());
+        // A guard's terminate or a stopped loop is an answer, not an error.
+        if matches!(
+            status,
+            RunStatus::FailedClosed(_) | RunStatus::Error(_) | RunStatus::TimedOut(_)
+        ) {
+            span.record("error.type", status.name());
+            span.record("otel.status_code", "error");
+            span.record("otel.status_description", status.to_string().as_str());
+        }
+        span.in_scope(|| state.finish(status))
     }
 }

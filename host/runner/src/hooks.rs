@@ -1,8 +1,6 @@
 //! The runner's side of a [`Run`]: asks the stack off the async executor,
-//! reports decisions as spans and loop events, and turns the ends of a run
+//! reports decisions as loop events, and turns the ends of a run
 //! into a [`RunStatus`].
-
-use tracing::Instrument;
 
 use crate::events::{EventSink, LoopEvent};
 use crate::report::RunStatus;
@@ -66,22 +64,24 @@ impl Hooks {
         if !self.wants(kind) {
             return Ok(Decision::new(kind.default_flow()));
         }
-        let span = tracing::info_span!(
-            "hook_decision",
-            hookbox.event = kind.name(),
-            hookbox.plugin = tracing::field::Empty,
-            hookbox.flow = tracing::field::Empty,
-        );
         let Some(mut run) = self.run.take() else {
             return Err(RunStatus::Error(
                 "a hook dispatch was abandoned midway; the run cannot go on".into(),
             ));
         };
+        // The decision's own span (`apply_guardrail`, from the stack) is a
+        // child of the run's on the blocking thread too, and goes to the
+        // same subscriber (also a thread's own, as in tests).
+        let (subscriber, parent) = (
+            tracing::dispatcher::get_default(Clone::clone),
+            tracing::Span::current(),
+        );
         let joined = tokio::task::spawn_blocking(move || {
-            let outcome = run.dispatch(&ctx, &event);
+            let outcome = tracing::dispatcher::with_default(&subscriber, || {
+                parent.in_scope(|| run.dispatch(&ctx, &event))
+            });
             (run, outcome)
         })
-        .instrument(span.clone())
         .await;
         let outcome = match joined {
             Ok((run, outcome)) => {
@@ -93,17 +93,11 @@ impl Hooks {
         let decision = match outcome {
             Ok(decision) => decision,
             Err(failure) => {
-                span.record("hookbox.plugin", &*failure.plugin);
-                span.record("hookbox.flow", "fail-closed");
-                tracing::error!(parent: &span, "{failure}");
+                tracing::error!("{failure}");
                 return Err(RunStatus::FailedClosed(failure));
             }
         };
         let plugin = decision.plugin.as_deref().map(str::to_owned);
-        span.record("hookbox.flow", decision.flow.name());
-        if let Some(plugin) = &plugin {
-            span.record("hookbox.plugin", plugin.as_str());
-        }
         if !decision.flow.is_continue() {
             self.events.emit(LoopEvent::HookDecision {
                 event: kind,

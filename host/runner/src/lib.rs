@@ -34,13 +34,15 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Telemetry follows the OpenTelemetry GenAI conventions: a `chat` span per
-//! model call (`gen_ai.operation.name`, `gen_ai.request.model`,
-//! `gen_ai.usage.*`), an `execute_tool` span per tool run
-//! (`gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.call.arguments` as
-//! executed, `gen_ai.tool.call.result` as delivered), and a `hook_decision`
-//! span per consulted event (`hookbox.event`, `hookbox.plugin`,
-//! `hookbox.flow`).
+//! Telemetry follows the OpenTelemetry GenAI conventions: an `invoke_agent`
+//! root span per run (`gen_ai.conversation.id` is the run id), inside it a
+//! `chat` span per model call (`gen_ai.provider.name`,
+//! `gen_ai.request.model`, `gen_ai.usage.*`, `gen_ai.response.finish_reasons`
+//! as a JSON array), an `execute_tool` span per tool run (`gen_ai.tool.name`,
+//! `gen_ai.tool.call.id`), and the stack's `apply_guardrail` span per
+//! decision ([`hookbox::trace`]). Tool arguments (as executed) and results
+//! (as delivered) are recorded only when [`hookbox::trace::capture_content`]
+//! is on.
 
 pub mod agent;
 pub mod config;

@@ -157,8 +157,15 @@ pub type ChunkStream = BoxStream<'static, Result<ModelChunk, Error>>;
 
 /// A chat model with tool calling.
 pub trait Model: Send + Sync {
-    /// What telemetry reports as `gen_ai.request.model` / `gen_ai.system`.
+    /// What telemetry reports as `gen_ai.request.model`.
     fn name(&self) -> &str;
+
+    /// What telemetry reports as `gen_ai.provider.name`: a value the GenAI
+    /// conventions list (`openai`, `anthropic`, `aws.bedrock`, ...) or the
+    /// provider's own name.
+    fn provider(&self) -> &str {
+        "unknown"
+    }
 
     /// Answers one request. Dropping the stream abandons the answer (and,
     /// for a remote model, its connection).

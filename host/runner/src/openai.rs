@@ -130,6 +130,12 @@ impl Model for OpenAiModel {
         &self.model
     }
 
+    /// `openai`: the conventions name the client's protocol when the server
+    /// behind a compatible API (Ollama, vLLM, ...) cannot be known.
+    fn provider(&self) -> &str {
+        "openai"
+    }
+
     fn respond(&self, request: ModelRequest) -> ChunkStream {
         if !request.stream {
             let model = self.clone_handle();

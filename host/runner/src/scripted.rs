@@ -171,6 +171,10 @@ impl Model for ScriptedModel {
         &self.name
     }
 
+    fn provider(&self) -> &str {
+        "scripted"
+    }
+
     fn respond(&self, request: ModelRequest) -> ChunkStream {
         let turn = match self.answer(&request) {
             Ok(turn) => turn,

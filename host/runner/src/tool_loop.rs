@@ -331,7 +331,7 @@ impl<'a> LoopState<'a> {
             if let Flow::RewriteResult(result) = decision.flow {
                 call.record.result = result;
             }
-            if let Some(span) = span {
+            if let Some(span) = span.filter(|_| hookbox::trace::capture_content()) {
                 span.record(
                     "gen_ai.tool.call.result",
                     cut(&call.record.result, SPAN_TEXT_BYTES),
@@ -417,7 +417,10 @@ impl<'a> LoopState<'a> {
         let span = tracing::info_span!(
             "chat",
             otel.name = format!("chat {}", request.model),
+            otel.kind = "client",
             gen_ai.operation.name = "chat",
+            gen_ai.provider.name = self.setup.model.provider(),
+            gen_ai.conversation.id = self.run_id.as_str(),
             gen_ai.request.model = %request.model,
             gen_ai.usage.input_tokens = tracing::field::Empty,
             gen_ai.usage.output_tokens = tracing::field::Empty,
@@ -482,7 +485,12 @@ impl<'a> LoopState<'a> {
             span.record("gen_ai.usage.output_tokens", usage.output_tokens);
         }
         if let Some(reason) = &answer.finish_reason {
-            span.record("gen_ai.response.finish_reasons", reason.as_str());
+            // An array in the conventions; `tracing` has strings, so it is
+            // a JSON array, which the exporter turns back into one.
+            span.record(
+                "gen_ai.response.finish_reasons",
+                serde_json::json!([reason]).to_string(),
+            );
         }
         Ok(answer)
     }
@@ -744,12 +752,19 @@ async fn execute_one(setup: &Setup, events: &EventSink, call: &mut Pending) {
     let span = tracing::info_span!(
         "execute_tool",
         otel.name = format!("execute_tool {}", record.tool_name),
+        otel.kind = "internal",
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = %record.tool_name,
         gen_ai.tool.call.id = %record.call_id,
-        gen_ai.tool.call.arguments = %cut(&record.args, SPAN_TEXT_BYTES),
+        gen_ai.tool.call.arguments = tracing::field::Empty,
         gen_ai.tool.call.result = tracing::field::Empty,
     );
+    if hookbox::trace::capture_content() {
+        span.record(
+            "gen_ai.tool.call.arguments",
+            cut(&record.args, SPAN_TEXT_BYTES),
+        );
+    }
     events.emit(LoopEvent::ToolExecutionStart {
         call_id: record.call_id.clone(),
         tool_name: record.tool_name.clone(),

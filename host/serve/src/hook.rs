@@ -114,7 +114,7 @@ fn decide<P: Protocol>(
         run.restore_scratchpads(state.load());
     }
     let started = std::time::Instant::now();
-    let outcome = run.step(event);
+    let outcome = live.span.in_scope(|| run.step(event));
     app.metrics
         .record(event.kind(), &outcome, started.elapsed());
     if let Some(state) = &mut state {

@@ -354,7 +354,8 @@ async fn post_event(
     let started = Instant::now();
     let decided = tokio::task::spawn_blocking(move || {
         let _permit = permit;
-        Some(live.run.lock().ok()?.step(&event))
+        let mut run = live.run.lock().ok()?;
+        Some(live.span.in_scope(|| run.step(&event)))
     })
     .await;
     let outcome = match decided {

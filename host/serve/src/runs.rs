@@ -17,6 +17,9 @@ pub(crate) struct LiveRun {
     pub run: Mutex<Run>,
     pub generation: u64,
     last_used: Mutex<Instant>,
+    /// The run's span, open while the run lives: each decision's span is a
+    /// child of it.
+    pub span: tracing::Span,
 }
 
 impl LiveRun {
@@ -36,10 +39,20 @@ impl LiveRun {
             .as_ref()
             .map(|log| log.for_run(snapshot.generation, DecisionLog::digests(&snapshot.plugins)));
         run.observe(Arc::new(RunObserver::new(watch.metrics.clone(), log)));
+        let span = tracing::info_span!(
+            parent: None,
+            "hookbox.run",
+            otel.name = "hookbox.run",
+            otel.kind = "server",
+            gen_ai.conversation.id = id,
+            hookbox.surface = "serve",
+            hookbox.generation = snapshot.generation,
+        );
         Ok(Arc::new(LiveRun {
             run: Mutex::new(run),
             generation: snapshot.generation,
             last_used: Mutex::new(Instant::now()),
+            span,
         }))
     }
 
