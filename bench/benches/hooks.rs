@@ -11,7 +11,10 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, TextDelta};
-use hookbox_bench::{Answer, ExtismStack, RawCalls, context, native_stack, tool_call, wasm_stack};
+#[cfg(feature = "extism")]
+use hookbox_bench::ExtismStack;
+use hookbox_bench::{Answer, RawCalls, context, native_stack, tool_call, wasm_stack};
+use opentelemetry_sdk::trace::SdkTracerProvider;
 
 const SIZES: [(usize, &str); 2] = [(1024, "1KiB"), (64 * 1024, "64KiB")];
 const STACKS: [usize; 2] = [1, 8];
@@ -43,10 +46,13 @@ fn per_event(c: &mut Criterion, runtime: &Runtime, plugin: &Arc<Plugin>) {
                     b.iter(|| black_box(raw.call(&ctx, &event).expect("raw call")))
                 });
 
-                let mut extism = ExtismStack::new(n).expect("extism plugins");
-                group.bench_function(BenchmarkId::new("extism", &param), |b| {
-                    b.iter(|| black_box(extism.call(&event).expect("extism call")))
-                });
+                #[cfg(feature = "extism")]
+                {
+                    let mut extism = ExtismStack::new(n).expect("extism plugins");
+                    group.bench_function(BenchmarkId::new("extism", &param), |b| {
+                        b.iter(|| black_box(extism.call(&event).expect("extism call")))
+                    });
+                }
             }
         }
     }
@@ -138,25 +144,48 @@ fn instantiation(c: &mut Criterion, runtime: &Runtime, plugin: &Arc<Plugin>) {
         b.iter(|| black_box(run.dispatch(&ctx, &other)))
     });
     group.finish();
+}
 
-    // What a decision log adds per event, against the same stack without
-    // one: 8 plugins, every decision logged (to a sink that keeps nothing).
-    let mut group = c.benchmark_group("decision_log");
+/// What watching decisions costs per event, against the same stack with
+/// nothing watching, all in this process: 8 plugins, 1 KiB, all continue.
+/// The decision log writes every decision (to a sink that keeps nothing);
+/// traces build every span through the OpenTelemetry layer `hookbox run`
+/// and `serve` install, once with no exporter behind it and once exporting
+/// over OTLP/HTTP to a receiver on this machine.
+fn observability(c: &mut Criterion, plugin: &Arc<Plugin>) {
+    use tracing_subscriber::layer::SubscriberExt;
+    let ctx = context();
     let event = tool_call(1024, Answer::Continue);
     let stack = wasm_stack(plugin, 8);
-    let mut run = stack.start_run("off");
-    run.instantiate_all().expect("instances");
-    group.bench_function("off/8", |b| {
-        b.iter(|| black_box(run.dispatch(&ctx, &event)))
-    });
-    let log = Arc::new(hookbox::audit::DecisionLog::to_writer(std::io::sink()).all());
-    let mut run = stack.start_run("on");
-    run.instantiate_all().expect("instances");
-    run.observe(log.for_run(1, Default::default()));
-    group.bench_function("every-decision/8", |b| {
-        b.iter(|| black_box(run.dispatch(&ctx, &event)))
-    });
+    let mut group = c.benchmark_group("observability");
+    let mut bench = |name: &str, log: bool, traces: Option<&SdkTracerProvider>| {
+        let mut run = stack.start_run(name);
+        run.instantiate_all().expect("instances");
+        if log {
+            let log = hookbox::audit::DecisionLog::to_writer(std::io::sink()).all();
+            run.observe(Arc::new(log).for_run(1, Default::default()));
+        }
+        let subscriber = traces.map(|provider| {
+            tracing_subscriber::registry().with(hookbox_cli::telemetry::otel_layer(provider))
+        });
+        let dispatch = subscriber.map_or_else(tracing::Dispatch::none, tracing::Dispatch::new);
+        tracing::dispatcher::with_default(&dispatch, || {
+            // A run's root span, as `hookbox serve` opens per run.
+            let root = tracing::info_span!("hookbox.run");
+            let _in_run = root.enter();
+            group.bench_function(name, |b| b.iter(|| black_box(run.dispatch(&ctx, &event))));
+        });
+    };
+    bench("off/8", false, None);
+    bench("decision-log/8", true, None);
+    let unexported = SdkTracerProvider::builder().build();
+    bench("traces-no-export/8", false, Some(&unexported));
+    let receiver = hookbox_bench::otlp_sink().expect("an OTLP receiver");
+    let exported = hookbox_cli::telemetry::otlp_provider(Some(&receiver)).expect("exporter");
+    bench("traces-exported/8", false, Some(&exported));
+    bench("traces-exported-and-decision-log/8", true, Some(&exported));
     group.finish();
+    let _ = exported.shutdown();
 }
 
 /// Ten plugins: the six examples and four more guards.
@@ -295,6 +324,7 @@ fn main() {
     instantiation(&mut c, &runtime, &plugin);
     directory_start(&mut c);
     throughput(&mut c, &plugin);
+    observability(&mut c, &plugin);
     c.final_summary();
 
     let started = Instant::now();
@@ -368,23 +398,22 @@ fn report(dir: &Path, memory_kib: f64) -> String {
             for (_, size) in SIZES {
                 let param = format!("{}/{n}/{size}", answer.name());
                 let cell = |who: &str| get(&format!("per_event/{who}/{param}"));
-                let (Some(native), Some(hookbox), Some(raw), Some(extism)) = (
-                    cell("native"),
-                    cell("hookbox"),
-                    cell("raw-wasmtime"),
-                    cell("extism"),
-                ) else {
+                let (Some(native), Some(hookbox), Some(raw)) =
+                    (cell("native"), cell("hookbox"), cell("raw-wasmtime"))
+                else {
                     continue;
                 };
+                // Extism only with `--features extism`.
+                let extism = cell("extism");
                 out.push_str(&format!(
-                    "| {} / {n} / {size} | {} | {} | {} | {} | {:.0}× | {:.1}× | {:+.0}% |\n",
+                    "| {} / {n} / {size} | {} | {} | {} | {} | {:.0}× | {} | {:+.0}% |\n",
                     answer.name(),
                     us(native),
                     us(hookbox),
                     us(raw),
-                    us(extism),
+                    extism.map_or("–".into(), us),
                     hookbox / native,
-                    extism / hookbox,
+                    extism.map_or("–".into(), |e| format!("{:.1}×", e / hookbox)),
                     (hookbox / raw - 1.0) * 100.0
                 ));
             }
@@ -436,6 +465,11 @@ fn report(dir: &Path, memory_kib: f64) -> String {
             "unsubscribed/empty-stack",
             1.0,
         ),
+        (
+            "a tool none of 8 scoped plugins is scoped to",
+            "unsubscribed/scoped-8-other-tool",
+            1.0,
+        ),
         ("10-plugin directory, cold (compile)", "dir_start/cold", 1.0),
         (
             "10-plugin directory, warm (compile cache)",
@@ -457,5 +491,24 @@ fn report(dir: &Path, memory_kib: f64) -> String {
     out.push_str(&format!(
         "| resident memory per live run, stack of 8 | {memory_kib:.0} KiB |\n"
     ));
+    if let Some(off) = get("observability/off/8") {
+        out.push_str(
+            "\n### Watching decisions (stack of 8, 1 KiB, all continue)\n\n| what | median | ÷ off |\n|---|---|---|\n",
+        );
+        for (label, id) in [
+            ("nothing watching", "off/8"),
+            ("decision log, every decision", "decision-log/8"),
+            ("traces built, no exporter", "traces-no-export/8"),
+            ("traces exported over OTLP/HTTP", "traces-exported/8"),
+            (
+                "traces exported and every decision logged",
+                "traces-exported-and-decision-log/8",
+            ),
+        ] {
+            if let Some(ns) = get(&format!("observability/{id}")) {
+                out.push_str(&format!("| {label} | {} | {:.2}× |\n", us(ns), ns / off));
+            }
+        }
+    }
     out
 }

@@ -167,10 +167,12 @@ impl RawCalls {
 
 /// The guard as `n` Extism plugins: the event goes in as JSON, the flow
 /// comes back as JSON, per plugin, the way Extism hosts call plugins.
+#[cfg(feature = "extism")]
 pub struct ExtismStack {
     plugins: Vec<extism::Plugin>,
 }
 
+#[cfg(feature = "extism")]
 impl ExtismStack {
     pub fn new(n: usize) -> Result<ExtismStack> {
         let wasm = std::fs::read(hookbox_tests::guests::EXTISM_GUARD)?;
@@ -266,4 +268,44 @@ pub fn subprocess_main() -> Result<()> {
     };
     serde_json::to_writer(std::io::stdout().lock(), &answer)?;
     Ok(())
+}
+
+/// An OTLP/HTTP receiver on this machine that answers every export with
+/// 200 and keeps nothing: what the exporter costs without a collector's
+/// own work. Returns its `/v1/traces` URL.
+///
+/// # Errors
+/// No local port to listen on.
+pub fn otlp_sink() -> Result<String> {
+    use std::io::{BufRead, BufReader, Read};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let url = format!("http://{}/v1/traces", listener.local_addr()?);
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut out = stream.try_clone()?;
+                let mut reader = BufReader::new(stream);
+                loop {
+                    let mut length = 0;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line)? == 0 {
+                            return Ok::<_, std::io::Error>(());
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                        if let Some((name, value)) = line.split_once(':')
+                            && name.eq_ignore_ascii_case("content-length")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                    }
+                    std::io::copy(&mut (&mut reader).take(length), &mut std::io::sink())?;
+                    out.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")?;
+                }
+            });
+        }
+    });
+    Ok(url)
 }

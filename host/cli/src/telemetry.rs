@@ -63,7 +63,7 @@ impl Telemetry {
             .with_filter(filter);
         let env = |name: &str| std::env::var(name).ok();
         let provider = if export && otlp_wanted(env)? {
-            Some(otlp_provider(env)?)
+            Some(otlp_provider(None)?)
         } else {
             None
         };
@@ -140,15 +140,25 @@ pub fn otlp_wanted(env: impl Fn(&str) -> Option<String>) -> Result<bool> {
     Ok(wanted)
 }
 
-/// A tracer provider exporting over OTLP/HTTP with protobuf, batched.
-fn otlp_provider(env: impl Fn(&str) -> Option<String>) -> Result<SdkTracerProvider> {
+/// A tracer provider exporting over OTLP/HTTP with protobuf, batched, to
+/// `traces_url` (a collector's `/v1/traces`) or where the `OTEL_*` variables
+/// say.
+///
+/// # Errors
+/// The exporter cannot be built (a malformed endpoint or header).
+pub fn otlp_provider(traces_url: Option<&str>) -> Result<SdkTracerProvider> {
     use opentelemetry_otlp::{Protocol, WithExportConfig};
+    let env = |name: &str| std::env::var(name).ok();
     // An https collector speaks TLS through ring, as the model client does
     // (a no-op when it is installed already).
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
+    let mut exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .with_protocol(Protocol::HttpBinary)
+        .with_protocol(Protocol::HttpBinary);
+    if let Some(url) = traces_url {
+        exporter = exporter.with_endpoint(url);
+    }
+    let exporter = exporter
         .build()
         .map_err(|e| anyhow::anyhow!("building the OTLP exporter: {e}"))?;
     let named = env("OTEL_SERVICE_NAME").is_some_and(|v| !v.trim().is_empty())
