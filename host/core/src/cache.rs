@@ -83,13 +83,15 @@ impl CompileCache {
         }
     }
 
-    fn entry_name(&self, wasm: &[u8]) -> String {
-        format!("{}-{}.cwasm", hex(&Sha256::digest(wasm)), self.fingerprint)
+    fn entry_name(&self, sha256: &str) -> String {
+        format!("{sha256}-{}.cwasm", self.fingerprint)
     }
 
-    /// The cached component for `wasm`, if a verified entry exists.
-    pub fn load(&self, engine: &Engine, wasm: &[u8]) -> Option<Component> {
-        let name = self.entry_name(wasm);
+    /// The cached component for the bytes whose digest is `sha256`
+    /// ([`sha256_hex`], computed once per load by the caller), if a
+    /// verified entry exists.
+    pub(crate) fn load(&self, engine: &Engine, sha256: &str) -> Option<Component> {
+        let name = self.entry_name(sha256);
         let path = self.dir.join(&name);
         let Ok(bytes) = std::fs::read(&path) else {
             self.misses.fetch_add(1, Ordering::Relaxed);
@@ -118,10 +120,10 @@ impl CompileCache {
         }
     }
 
-    /// Stores `component` as the compiled form of `wasm`. Failures are
-    /// logged: the cache is an optimisation.
-    pub fn store(&self, wasm: &[u8], component: &Component) {
-        let name = self.entry_name(wasm);
+    /// Stores `component` as the compiled form of the bytes whose digest is
+    /// `sha256`. Failures are logged: the cache is an optimisation.
+    pub(crate) fn store(&self, sha256: &str, component: &Component) {
+        let name = self.entry_name(sha256);
         let result = component
             .serialize()
             .map_err(|e| e.to_string())

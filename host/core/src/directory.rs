@@ -158,7 +158,7 @@ pub(crate) fn load_with(
     runtime: &Runtime,
     dir: &Path,
     pins: Pins,
-    mut reuse: impl FnMut(&PluginEntry, &[u8], &PluginOptions) -> Option<Arc<Plugin>>,
+    mut reuse: impl FnMut(&PluginEntry, (&[u8], &str), &PluginOptions) -> Option<Arc<Plugin>>,
 ) -> Result<LoadedDir, Error> {
     let (mut entries, has_manifest, unlisted) = plan(dir)?;
     if pins == Pins::Ignore {
@@ -183,8 +183,10 @@ pub(crate) fn load_with(
                         None,
                     ),
                     Ok(bytes) => {
+                        // Hashed once: for the status, the pin and the
+                        // compile cache's key.
                         let digest = crate::cache::sha256_hex(&bytes);
-                        match reuse(&entry, &bytes, &options) {
+                        match reuse(&entry, (&bytes, &digest), &options) {
                             Some(plugin) => (Ready(Ok(plugin)), Some(digest)),
                             None => (Compile(bytes, options), Some(digest)),
                         }
@@ -287,8 +289,9 @@ fn compile_all(
     runtime: &Runtime,
     prepared: Vec<Prepared>,
 ) -> Vec<(PluginEntry, String, Option<String>, Loaded)> {
-    let compile = |entry: &PluginEntry, name: &str, bytes: &[u8], options: &PluginOptions| {
-        build(runtime, entry, name, bytes, options).map(Arc::new)
+    let compile = |item: &Prepared, bytes: &[u8], options: &PluginOptions| {
+        let digest = item.sha256.as_deref().unwrap_or_default();
+        build(runtime, &item.entry, &item.name, (bytes, digest), options).map(Arc::new)
     };
     let pending = prepared
         .iter()
@@ -308,7 +311,7 @@ fn compile_all(
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(item) = prepared.get(i) else { break };
                         if let Compile(bytes, options) = &item.state {
-                            let result = compile(&item.entry, &item.name, bytes, options);
+                            let result = compile(item, bytes, options);
                             if let Ok(mut slot) = compiled[i].lock() {
                                 *slot = Some(result);
                             }
@@ -323,27 +326,27 @@ fn compile_all(
         .zip(compiled)
         .map(|(item, slot)| {
             let done = slot.into_inner().ok().flatten();
-            let result = match (item.state, done) {
-                (_, Some(result)) | (Ready(result), None) => result,
-                (Compile(bytes, options), None) => {
-                    compile(&item.entry, &item.name, &bytes, &options)
-                }
+            let result = match (&item.state, done) {
+                (_, Some(result)) => result,
+                (Ready(result), None) => result.clone(),
+                (Compile(bytes, options), None) => compile(&item, bytes, options),
             };
             (item.entry, item.name, item.sha256, result)
         })
         .collect()
 }
 
-/// Compiles one entry's bytes, after checking them against its pin.
+/// Compiles one entry's bytes (with their sha256), after checking them
+/// against its pin.
 pub(crate) fn build(
     runtime: &Runtime,
     entry: &PluginEntry,
     name: &str,
-    bytes: &[u8],
+    (bytes, sha256): (&[u8], &str),
     options: &PluginOptions,
 ) -> Result<Plugin, LoadError> {
-    check_pin(entry, name, bytes)?;
-    Plugin::from_bytes(runtime, name, bytes, options.clone())
+    pin_holds(entry, name, sha256)?;
+    Plugin::from_digested(runtime, name, (bytes, Some(sha256)), options.clone())
 }
 
 /// Whether `bytes` are what `entry` pins (anything, when it pins nothing).
@@ -351,11 +354,18 @@ pub(crate) fn build(
 /// # Errors
 /// A [`LoadError`] in phase [`LoadPhase::Pin`] naming both digests.
 pub fn check_pin(entry: &PluginEntry, name: &str, bytes: &[u8]) -> Result<(), LoadError> {
+    if entry.sha256.is_none() {
+        return Ok(());
+    }
+    pin_holds(entry, name, &crate::cache::sha256_hex(bytes))
+}
+
+/// [`check_pin`] for bytes whose sha256 is `actual`.
+pub(crate) fn pin_holds(entry: &PluginEntry, name: &str, actual: &str) -> Result<(), LoadError> {
     let Some(pinned) = &entry.sha256 else {
         return Ok(());
     };
-    let actual = crate::cache::sha256_hex(bytes);
-    if &actual == pinned {
+    if actual == pinned {
         return Ok(());
     }
     Err(LoadError::new(

@@ -236,16 +236,29 @@ impl Runtime {
     /// The phase and reason: `compile` when it is not a valid component,
     /// `limits` when compiling took longer than
     /// [`RuntimeConfig::max_compile_time`].
-    pub(crate) fn compile(&self, bytes: &[u8]) -> Result<Component, (LoadPhase, String)> {
-        let engine = &self.inner.engine;
-        let cache = self.inner.cache.as_ref();
-        if let Some(component) = cache.and_then(|cache| cache.load(engine, bytes)) {
+    /// `sha256` is the bytes' digest when the caller has it already: the
+    /// cache is keyed by it, and it is computed here only when missing.
+    pub(crate) fn compile(
+        &self,
+        bytes: &[u8],
+        sha256: Option<&str>,
+    ) -> Result<Component, (LoadPhase, String)> {
+        let Some(cache) = self.inner.cache.as_ref() else {
+            return self.compile_bounded(bytes);
+        };
+        let computed;
+        let sha256 = match sha256 {
+            Some(digest) => digest,
+            None => {
+                computed = crate::cache::sha256_hex(bytes);
+                &computed
+            }
+        };
+        if let Some(component) = cache.load(&self.inner.engine, sha256) {
             return Ok(component);
         }
         let component = self.compile_bounded(bytes)?;
-        if let Some(cache) = cache {
-            cache.store(bytes, &component);
-        }
+        cache.store(sha256, &component);
         Ok(component)
     }
 

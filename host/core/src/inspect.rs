@@ -37,7 +37,7 @@ pub struct PluginInfo {
 /// `limits` when it took too long to compile.
 pub fn inspect(runtime: &Runtime, name: &str, bytes: &[u8]) -> Result<PluginInfo, LoadError> {
     let component = runtime
-        .compile(bytes)
+        .compile(bytes, None)
         .map_err(|(phase, reason)| LoadError::new(name, phase, reason))?;
     Ok(describe(&component, runtime, bytes))
 }

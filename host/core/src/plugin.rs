@@ -102,6 +102,18 @@ impl Plugin {
         bytes: &[u8],
         options: PluginOptions,
     ) -> Result<Plugin, LoadError> {
+        Plugin::from_digested(runtime, name, (bytes, None), options)
+    }
+
+    /// [`Plugin::from_bytes`], given the bytes' sha256 when the caller
+    /// computed it already (a directory load does, for pins and status),
+    /// so that the compile cache does not hash them again.
+    pub(crate) fn from_digested(
+        runtime: &Runtime,
+        name: &str,
+        (bytes, sha256): (&[u8], Option<&str>),
+        options: PluginOptions,
+    ) -> Result<Plugin, LoadError> {
         let load_error = |phase, reason: String| LoadError::new(name, phase, reason);
         let max = runtime.config().max_plugin_bytes;
         if bytes.len() > max {
@@ -122,7 +134,7 @@ impl Plugin {
             ));
         }
         let component = runtime
-            .compile(bytes)
+            .compile(bytes, sha256)
             .map_err(|(phase, reason)| load_error(phase, reason))?;
         let info = describe(&component, runtime, bytes);
         check_declared(runtime, &component)

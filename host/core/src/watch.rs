@@ -46,6 +46,10 @@ pub struct Snapshot {
     pub stack: HookStack,
     /// Each plugin of the directory and how it fared.
     pub plugins: Vec<PluginStatus>,
+    /// Each loaded plugin's name and the sha256 of the bytes it runs, as a
+    /// decision log records them ([`crate::audit::DecisionLog::for_run`]):
+    /// built once per snapshot, shared by its runs.
+    pub digests: Arc<std::collections::HashMap<String, String>>,
     /// Why the directory's latest change could not be loaded (a manifest
     /// that does not parse ...): this snapshot is the previous stack, kept
     /// live. Retried until it loads.
@@ -59,6 +63,7 @@ impl Snapshot {
             generation: 1,
             stack,
             plugins: Vec::new(),
+            digests: Arc::default(),
             directory_error: None,
         }
     }
@@ -223,11 +228,15 @@ struct Reloader {
     runtime: Runtime,
     dir: PathBuf,
     generation: u64,
-    built: HashMap<String, (Vec<u8>, PluginOptionsKey, Arc<Plugin>)>,
+    built: HashMap<String, Built>,
 }
 
 /// The options a plugin was built with, comparable.
 type PluginOptionsKey = String;
+
+/// A plugin as the last reload built it: its bytes, their sha256, its
+/// options, and the plugin.
+type Built = (Vec<u8>, String, PluginOptionsKey, Arc<Plugin>);
 
 fn options_key(options: &PluginOptions) -> PluginOptionsKey {
     format!("{:?}", (&options.limits, &options.config))
@@ -406,6 +415,7 @@ impl Reloader {
                     generation: live.generation,
                     stack: live.stack.clone(),
                     plugins: live.plugins.clone(),
+                    digests: live.digests.clone(),
                     directory_error: Some(why.clone()),
                 }));
                 ReloadReport {
@@ -429,25 +439,27 @@ impl Reloader {
             &self.runtime,
             &self.dir,
             directory::Pins::Check,
-            |entry, bytes, options| {
+            |entry, (bytes, sha256), options| {
                 let name = entry.name();
                 let key = options_key(options);
                 let old = previous.get(&name);
                 let result = match old {
                     // Unchanged: the same plugin, if it still passes its pin.
-                    Some((old_bytes, old_key, plugin)) if old_bytes == bytes && *old_key == key => {
-                        directory::check_pin(entry, &name, bytes).map(|()| plugin.clone())
+                    Some((old_bytes, _, old_key, plugin))
+                        if old_bytes == bytes && *old_key == key =>
+                    {
+                        directory::pin_holds(entry, &name, sha256).map(|()| plugin.clone())
                     }
-                    _ => directory::build(&self.runtime, entry, &name, bytes, options).map(
-                        |plugin| {
+                    _ => directory::build(&self.runtime, entry, &name, (bytes, sha256), options)
+                        .map(|plugin| {
                             compiled.push(name.clone());
                             Arc::new(plugin)
-                        },
-                    ),
+                        }),
                 };
                 match result {
                     Ok(plugin) => {
-                        next.insert(name, (bytes.to_vec(), key, plugin.clone()));
+                        let built = (bytes.to_vec(), sha256.to_owned(), key, plugin.clone());
+                        next.insert(name, built);
                         Some(plugin)
                     }
                     // Never replace a working version with a broken one, nor
@@ -455,12 +467,13 @@ impl Reloader {
                     // current pin refuses does not stay either (None: the
                     // load reports the failure).
                     Err(mut e) => {
-                        let (old_bytes, old_key, plugin) = old?;
-                        directory::check_pin(entry, &name, old_bytes).ok()?;
+                        let old @ (_, old_sha256, _, plugin) = old?;
+                        directory::pin_holds(entry, &name, old_sha256).ok()?;
                         e.reason.push_str("; the previous version stays live");
                         errors.push(e);
-                        next.insert(name, (old_bytes.clone(), old_key.clone(), plugin.clone()));
-                        Some(plugin.clone())
+                        let plugin = plugin.clone();
+                        next.insert(name, old.clone());
+                        Some(plugin)
                     }
                 }
             },
@@ -476,9 +489,7 @@ impl Reloader {
             status.newer_version_failed = errors.iter().find(|e| e.plugin == status.name).cloned();
             if status.newer_version_failed.is_some() {
                 // The digest of what runs: the previous version's bytes.
-                status.sha256 = next
-                    .get(&status.name)
-                    .map(|(bytes, ..)| crate::cache::sha256_hex(bytes));
+                status.sha256 = next.get(&status.name).map(|(_, sha256, ..)| sha256.clone());
             }
         }
         errors.extend(loaded.failures().map(|(_, error)| error.clone()));
@@ -500,6 +511,7 @@ impl Reloader {
         let snapshot = Snapshot {
             generation: self.generation,
             stack: loaded.stack,
+            digests: crate::audit::DecisionLog::digests(&loaded.plugins),
             plugins: loaded.plugins,
             directory_error: None,
         };

@@ -37,7 +37,7 @@ impl LiveRun {
         let log = watch
             .log
             .as_ref()
-            .map(|log| log.for_run(snapshot.generation, DecisionLog::digests(&snapshot.plugins)));
+            .map(|log| log.for_run(snapshot.generation, snapshot.digests.clone()));
         run.observe(Arc::new(RunObserver::new(watch.metrics.clone(), log)));
         let span = tracing::info_span!(
             parent: None,
