@@ -188,6 +188,89 @@ fn observability(c: &mut Criterion, plugin: &Arc<Plugin>) {
     let _ = exported.shutdown();
 }
 
+/// The argument patterns deny-tools applies when `deny_args` is not set.
+const DENY_ARGS: [&str; 8] = [
+    "*rm -rf*",
+    "*rm -fr*",
+    "*mkfs*",
+    "*dd if=*",
+    "*| sh*",
+    "*| bash*",
+    "*.ssh/*",
+    "*/etc/shadow*",
+];
+
+/// A `Write` of 2 MiB of source code, as an agent sends it: JSON arguments
+/// with the file's text escaped.
+fn big_write() -> String {
+    let line = "    let total = items.iter().map(|item| item.price * item.count).sum::<u64>();\n";
+    let content = line.repeat(2 * 1024 * 1024 / line.len());
+    serde_json::json!({"file_path": "/work/src/lib.rs", "content": content}).to_string()
+}
+
+/// The example guards on the inputs that hurt: deny-tools (its eight default
+/// argument patterns) on a 2 MiB `Write`, against the SDK's glob run
+/// natively on the same text, deadlines on. CPython's `in` on the same
+/// text is timed in a subprocess for the report ([`cpython_in_ns`]).
+fn guards(c: &mut Criterion, runtime: &Runtime) {
+    let ctx = context();
+    let args = big_write();
+    let mut group = c.benchmark_group("guards");
+    group.sample_size(20);
+    let plugin = Arc::new(
+        Plugin::from_file(
+            runtime,
+            std::path::Path::new(hookbox_tests::guests::DENY_TOOLS),
+            PluginOptions::default(),
+        )
+        .expect("deny-tools"),
+    );
+    let mut stack = HookStack::new();
+    stack.push_plugin(plugin);
+    let mut run = stack.start_run("guards");
+    run.instantiate_all().expect("instance");
+    let event = StepEvent::ToolCall(hookbox::ToolCall {
+        tool_name: "Write".into(),
+        args: args.clone(),
+        ..Default::default()
+    });
+    group.bench_function("deny-tools-2MiB/hookbox", |b| {
+        b.iter(|| {
+            let decision = run.dispatch(&ctx, &event).expect("within its deadline");
+            assert!(decision.flow.is_continue());
+        })
+    });
+    group.bench_function("deny-tools-2MiB/native-sdk-glob", |b| {
+        b.iter(|| black_box(DENY_ARGS.iter().any(|p| hookbox_sdk::glob_match(p, &args))))
+    });
+    group.finish();
+}
+
+/// CPython's `in` looking for deny-tools' eight patterns in the same text,
+/// in ns (the median of 21 runs), or `None` without a `python3`.
+fn cpython_in_ns() -> Option<f64> {
+    let file = std::env::temp_dir().join(format!("hookbox-bench-write-{}", std::process::id()));
+    std::fs::write(&file, big_write()).ok()?;
+    let needles: Vec<String> = DENY_ARGS
+        .iter()
+        .map(|p| p.trim_matches('*').to_owned())
+        .collect();
+    let script = format!(
+        "import sys, timeit, statistics\n\
+         text = open(sys.argv[1], encoding='utf-8').read()\n\
+         needles = {needles:?}\n\
+         runs = timeit.repeat(lambda: any(n in text for n in needles), number=1, repeat=21)\n\
+         print(statistics.median(runs) * 1e9)\n"
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .arg(&file)
+        .output()
+        .ok()?;
+    let _ = std::fs::remove_file(&file);
+    String::from_utf8(out.stdout).ok()?.trim().parse().ok()
+}
+
 /// Ten plugins: the six examples and four more guards.
 fn ten_plugin_dir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("hookbox-bench-dir-{}", std::process::id()));
@@ -325,11 +408,12 @@ fn main() {
     directory_start(&mut c);
     throughput(&mut c, &plugin);
     observability(&mut c, &plugin);
+    guards(&mut c, &runtime);
     c.final_summary();
 
     let started = Instant::now();
     let memory = memory_per_run(&plugin, 100);
-    let report = report(&criterion_dir(), memory);
+    let report = report(&criterion_dir(), memory, cpython_in_ns());
     println!("\n{report}");
     let _ = std::fs::write(criterion_dir().join("hookbox-report.md"), &report);
     eprintln!("(report written in {:?})", started.elapsed());
@@ -385,7 +469,7 @@ fn us(ns: f64) -> String {
     }
 }
 
-fn report(dir: &Path, memory_kib: f64) -> String {
+fn report(dir: &Path, memory_kib: f64, cpython_in: Option<f64>) -> String {
     let m = medians(dir);
     let get = |id: &str| m.get(id).copied();
     let mut out = String::from(
@@ -491,6 +575,22 @@ fn report(dir: &Path, memory_kib: f64) -> String {
     out.push_str(&format!(
         "| resident memory per live run, stack of 8 | {memory_kib:.0} KiB |\n"
     ));
+    if let (Some(hookbox), Some(native)) = (
+        get("guards/deny-tools-2MiB/hookbox"),
+        get("guards/deny-tools-2MiB/native-sdk-glob"),
+    ) {
+        out.push_str(
+            "\n### deny-tools on a 2 MiB `Write` (eight default patterns, deadline on)\n\n| hookbox | SDK glob, native | CPython `in` | hookbox ÷ native | hookbox ÷ CPython |\n|---|---|---|---|---|\n",
+        );
+        out.push_str(&format!(
+            "| {} | {} | {} | {:.1}× | {} |\n",
+            us(hookbox),
+            us(native),
+            cpython_in.map_or("–".into(), us),
+            hookbox / native,
+            cpython_in.map_or("–".into(), |py| format!("{:.2}×", hookbox / py)),
+        ));
+    }
     if let Some(off) = get("observability/off/8") {
         out.push_str(
             "\n### Watching decisions (stack of 8, 1 KiB, all continue)\n\n| what | median | ÷ off |\n|---|---|---|\n",

@@ -1,3 +1,15 @@
+//! Globs in time linear in the text.
+//!
+//! A pattern is literal segments between `*`s. The first segment must match
+//! at the start, the last at the end, and each one between is found at its
+//! leftmost place after the one before (leftmost is always right: a later
+//! place leaves the rest less room). A segment without `?` is a substring
+//! search ([`crate::text`], SIMD where the guest has it), so such patterns
+//! take O(text + pattern) time; a segment with `?` is tried at the places its
+//! first literal byte occurs, O(text × segment) at worst.
+
+use memchr::memmem;
+
 /// Whether `text` matches `pattern`, where `*` matches any run of characters
 /// (including none) and `?` any one character. Everything else is literal.
 ///
@@ -8,45 +20,110 @@
 /// assert!(!glob_match("read_*", "write_file"));
 /// ```
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    // Bytes, not chars: no allocation. Literals compare byte by byte (UTF-8
-    // is self-synchronising); `?` and backtracking step whole characters.
     let (p, t) = (pattern.as_bytes(), text.as_bytes());
-    let char_len = |at: usize| {
-        1 + t[at + 1..]
-            .iter()
-            .take_while(|&&b| b & 0xC0 == 0x80)
-            .count()
+    let Some(first_star) = memchr::memchr(b'*', p) else {
+        return prefix(p, t) == Some(t.len());
     };
-    // Greedy matching with one backtrack point: linear in practice, and never
-    // exponential on hostile patterns.
-    let (mut pi, mut ti) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while ti < t.len() {
-        match p.get(pi) {
-            Some(b'*') => {
-                star = Some((pi, ti));
-                pi += 1;
-            }
-            Some(b'?') => {
-                pi += 1;
-                ti += char_len(ti);
-            }
-            Some(&c) if c == t[ti] => {
-                pi += 1;
-                ti += 1;
-            }
-            _ => match star {
-                Some((sp, st)) => {
-                    let next = st + char_len(st);
-                    pi = sp + 1;
-                    ti = next;
-                    star = Some((sp, next));
-                }
-                None => return false,
-            },
+    let last_star = memchr::memrchr(b'*', p).unwrap_or(first_star);
+    let (head, tail) = (&p[..first_star], &p[last_star + 1..]);
+    let Some(mut at) = prefix(head, t) else {
+        return false;
+    };
+    let Some(tail_at) = suffix(tail, &t[at..]).map(|start| at + start) else {
+        return false;
+    };
+    let middle = p.get(first_star + 1..last_star).unwrap_or_default();
+    for segment in middle.split(|&b| b == b'*').filter(|s| !s.is_empty()) {
+        match leftmost(segment, &t[at..tail_at]) {
+            Some(end) => at += end,
+            None => return false,
         }
     }
-    p[pi..].iter().all(|&c| c == b'*')
+    true
+}
+
+/// The length of one UTF-8 character starting with `lead`.
+fn char_len(lead: u8) -> usize {
+    match lead {
+        0xF0.. => 4,
+        0xE0.. => 3,
+        0xC0.. => 2,
+        _ => 1,
+    }
+}
+
+/// How many bytes of `text` the segment matches at its start, if it does.
+fn prefix(segment: &[u8], text: &[u8]) -> Option<usize> {
+    if !segment.contains(&b'?') {
+        return text.starts_with(segment).then_some(segment.len());
+    }
+    let mut at = 0;
+    for &b in segment {
+        #[cfg(test)]
+        tests::WORK.with(|w| w.set(w.get() + 1));
+        let lead = *text.get(at)?;
+        if b == b'?' {
+            at += char_len(lead);
+        } else if b == lead {
+            at += 1;
+        } else {
+            return None;
+        }
+    }
+    (at <= text.len()).then_some(at)
+}
+
+/// Where in `text` the segment matches at its end, if it does.
+fn suffix(segment: &[u8], text: &[u8]) -> Option<usize> {
+    if !segment.contains(&b'?') {
+        return text.ends_with(segment).then(|| text.len() - segment.len());
+    }
+    let mut end = text.len();
+    for &b in segment.iter().rev() {
+        if b == b'?' {
+            // Back over one character: its continuation bytes, then its lead.
+            end = end.checked_sub(1)?;
+            while end > 0 && text[end] & 0xC0 == 0x80 {
+                end -= 1;
+            }
+        } else {
+            end = end.checked_sub(1)?;
+            if text[end] != b {
+                return None;
+            }
+        }
+    }
+    Some(end)
+}
+
+/// The end of the segment's leftmost match in `text`, if there is one.
+fn leftmost(segment: &[u8], text: &[u8]) -> Option<usize> {
+    let Some(question) = memchr::memchr(b'?', segment) else {
+        return memmem::find(text, segment).map(|start| start + segment.len());
+    };
+    if question == 0 {
+        // It starts with `?`: every character is a candidate.
+        let mut start = 0;
+        while start < text.len() {
+            if let Some(len) = prefix(segment, &text[start..]) {
+                return Some(start + len);
+            }
+            start += char_len(text[start]);
+        }
+        return None;
+    }
+    // Candidates are where its literal opening occurs, overlapping ones
+    // included.
+    let opening = memmem::Finder::new(&segment[..question]);
+    let mut from = 0;
+    while let Some(found) = opening.find(&text[from..]) {
+        let start = from + found;
+        if let Some(len) = prefix(segment, &text[start..]) {
+            return Some(start + len);
+        }
+        from = start + char_len(text[start]);
+    }
+    None
 }
 
 #[cfg(test)]
@@ -62,11 +139,116 @@ mod tests {
         assert!(glob_match("?", "é"));
         assert!(!glob_match("?", ""));
         assert!(glob_match("*.env*", "cat .env.local"));
+        assert!(!glob_match("a*a", "a"), "head and tail may not overlap");
+        assert!(glob_match("a*?é", "aüé"));
+        assert!(
+            !glob_match("a*?é", "aé"),
+            "`?` is one character, never none"
+        );
+        assert!(glob_match("*?", "ü"));
+        assert!(glob_match("**a**", "bab"));
+    }
+
+    /// The previous implementation (greedy, one backtrack point): the
+    /// reference the new one must agree with.
+    fn reference(pattern: &str, text: &str) -> bool {
+        let (p, t) = (pattern.as_bytes(), text.as_bytes());
+        let char_len = |at: usize| {
+            1 + t[at + 1..]
+                .iter()
+                .take_while(|&&b| b & 0xC0 == 0x80)
+                .count()
+        };
+        let (mut pi, mut ti) = (0, 0);
+        let mut star: Option<(usize, usize)> = None;
+        while ti < t.len() {
+            match p.get(pi) {
+                Some(b'*') => {
+                    star = Some((pi, ti));
+                    pi += 1;
+                }
+                Some(b'?') => {
+                    pi += 1;
+                    ti += char_len(ti);
+                }
+                Some(&c) if c == t[ti] => {
+                    pi += 1;
+                    ti += 1;
+                }
+                _ => match star {
+                    Some((sp, st)) => {
+                        let next = st + char_len(st);
+                        pi = sp + 1;
+                        ti = next;
+                        star = Some((sp, next));
+                    }
+                    None => return false,
+                },
+            }
+        }
+        p[pi..].iter().all(|&c| c == b'*')
+    }
+
+    /// A small deterministic generator (xorshift), so failures replay.
+    struct Rng(u64);
+    impl Rng {
+        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            from[(self.0 % from.len() as u64) as usize]
+        }
     }
 
     #[test]
-    fn hostile_patterns_stay_fast() {
-        let text = "a".repeat(10_000);
-        assert!(!glob_match(&"*a".repeat(50).replace("a*a", "a*b"), &text));
+    fn agrees_with_the_backtracking_matcher_on_random_patterns_and_texts() {
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+        let (pattern_atoms, text_atoms) = (["a", "b", "é", "?", "*", "ab"], ["a", "b", "é", "ab"]);
+        for case in 0..200_000 {
+            let pattern: String = (0..case % 7).map(|_| rng.pick(&pattern_atoms)).collect();
+            let text: String = (0..case % 11).map(|_| rng.pick(&text_atoms)).collect();
+            assert_eq!(
+                glob_match(&pattern, &text),
+                reference(&pattern, &text),
+                "pattern {pattern:?}, text {text:?}"
+            );
+        }
+    }
+
+    thread_local! {
+        /// Bytes compared outside `memchr` (whose searches are linear).
+        pub(super) static WORK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn work(pattern: &str, text: &str) -> usize {
+        WORK.with(|w| w.set(0));
+        assert!(!glob_match(pattern, text), "{pattern}");
+        WORK.with(std::cell::Cell::get)
+    }
+
+    #[test]
+    fn adversarial_patterns_and_texts_take_time_linear_in_the_text() {
+        let hostile = [
+            "*a?a?a?b*".to_owned(),
+            "*a*a*a*a*b".to_owned(),
+            "?*?*?*?*b".to_owned(),
+            "*?a?a?a?a?c*".to_owned(),
+            "*".to_owned() + &"a".repeat(40) + "b*",
+            "*a".repeat(50).replace("a*a", "a*b"),
+        ];
+        for pattern in &hostile {
+            let segments: usize = pattern.split('*').map(str::len).sum();
+            let (small, large) = ("a".repeat(20_000), "a".repeat(40_000));
+            let (w1, w2) = (work(pattern, &small), work(pattern, &large));
+            assert!(
+                w2 <= (segments + 1) * large.len(),
+                "{pattern}: {w2} bytes compared for {} of text",
+                large.len()
+            );
+            assert!(
+                w2 <= 2 * w1 + 64,
+                "{pattern}: twice the text took {w1} -> {w2}, more than twice the work"
+            );
+        }
     }
 }

@@ -47,6 +47,7 @@ pub use bindings::hookbox::hook::types::{
 
 mod glob;
 pub mod json;
+pub mod text;
 pub use glob::glob_match;
 
 /// A hook. Implement `on_event`; list the kinds you handle in

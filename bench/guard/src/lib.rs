@@ -25,9 +25,10 @@ pub const SKIP_REASON: &str = "Not executed: destructive command. Do not retry."
 
 /// Decides on one tool call's JSON arguments.
 pub fn decide(args: &str) -> Verdict {
-    if args.contains("rm -rf") {
+    use memchr::memmem::find;
+    if find(args.as_bytes(), b"rm -rf").is_some() {
         Verdict::Skip(SKIP_REASON)
-    } else if args.contains("/etc/") {
+    } else if find(args.as_bytes(), b"/etc/").is_some() {
         Verdict::RewriteArgs(args.replace("/etc/", "/jail/etc/"))
     } else {
         Verdict::Continue

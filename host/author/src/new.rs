@@ -44,6 +44,10 @@ fn files(language: Language) -> &'static [(&'static str, &'static str)] {
                 include_str!("../../../rust-toolchain.toml"),
             ),
             (".gitignore", include_str!("../templates/rust/.gitignore")),
+            (
+                ".cargo/config.toml",
+                include_str!("../templates/rust/.cargo/config.toml"),
+            ),
         ],
         Language::JavaScript => crate::lang::javascript_template(),
         Language::Python => crate::lang::python_template(),

@@ -2,7 +2,7 @@
 //! small edit distance of an allowed tool is repaired to it; otherwise the
 //! model is asked to retry, with the list of valid tools.
 
-use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent, config};
+use hookbox_sdk::{EventKind, Flow, Hook, HookContext, StepEvent, config, text};
 
 struct RepairTools;
 
@@ -23,38 +23,36 @@ impl Hook for RepairTools {
         } else {
             &call.allowed_tools
         };
+        // Case-insensitive; the bounded distance rejects a name far longer
+        // or shorter than a tool without comparing them.
+        let name = call.tool_name.to_lowercase();
         let best = tools
             .iter()
-            .map(|t| (distance(&call.tool_name, t), t))
+            .filter_map(|t| {
+                Some((
+                    text::edit_distance_within(&name, &t.to_lowercase(), max)?,
+                    t,
+                ))
+            })
             .min();
         match best {
-            Some((d, tool)) if d <= max => Flow::repair(tool.clone()),
-            _ => Flow::retry(format!(
+            Some((_, tool)) => Flow::repair(tool.clone()),
+            None => Flow::retry(format!(
                 "`{}` is not a valid tool. Call one of: [{}].",
-                call.tool_name,
+                shown(&call.tool_name),
                 tools.join(", ")
             )),
         }
     }
 }
 
-/// Levenshtein distance, case-insensitive.
-fn distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.to_lowercase().chars().collect();
-    let b: Vec<char> = b.to_lowercase().chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != cb));
-            diagonal = above;
-        }
+/// At most 200 bytes of a name the model made up, for its feedback.
+fn shown(name: &str) -> &str {
+    let mut end = name.len().min(200);
+    while !name.is_char_boundary(end) {
+        end -= 1;
     }
-    row[b.len()]
+    &name[..end]
 }
 
 hookbox_sdk::hook!(RepairTools);
