@@ -41,7 +41,7 @@ use crate::stack::{Decided, Observe};
 
 /// A JSON-lines decision log on its own writer thread.
 pub struct DecisionLog {
-    queue: Mutex<Option<SyncSender<String>>>,
+    queue: Mutex<Option<SyncSender<Record>>>,
     all: bool,
     prefix: String,
     next: AtomicU64,
@@ -73,15 +73,16 @@ impl DecisionLog {
     /// A log writing to `sink`, on a thread of its own.
     pub fn to_writer(sink: impl Write + Send + 'static) -> DecisionLog {
         let (tx, rx) = std::sync::mpsc::sync_channel(DecisionLog::CAPACITY);
-        let writer = std::thread::Builder::new()
-            .name("hookbox-decision-log".into())
-            .spawn(move || write_all(rx, sink))
-            .ok();
         let mut seed = [0u8; 6];
-        let prefix = match getrandom::fill(&mut seed) {
+        let prefix: String = match getrandom::fill(&mut seed) {
             Ok(()) => seed.iter().map(|b| format!("{b:02x}")).collect(),
             Err(_) => format!("{:x}", std::process::id()),
         };
+        let ids = prefix.clone();
+        let writer = std::thread::Builder::new()
+            .name("hookbox-decision-log".into())
+            .spawn(move || write_all(rx, sink, &ids))
+            .ok();
         DecisionLog {
             queue: Mutex::new(writer.is_some().then_some(tx)),
             all: false,
@@ -137,10 +138,10 @@ impl DecisionLog {
         }
     }
 
-    fn record(&self, line: String) {
+    fn record(&self, record: Record) {
         let queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
         let sent = match queue.as_ref() {
-            Some(tx) => match tx.try_send(line) {
+            Some(tx) => match tx.try_send(record) {
                 Ok(()) => true,
                 Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => false,
             },
@@ -168,19 +169,75 @@ impl Drop for DecisionLog {
     }
 }
 
-/// Writes each line as it comes; flushes whenever the queue runs dry.
-fn write_all(rx: Receiver<String>, sink: impl Write) {
+/// How long the writer lets records gather after writing a batch: while it
+/// waits, recording a decision wakes no thread.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// Writes what is queued as JSON lines, flushes, lets the next records
+/// gather for [`GATHER`], and again, until the log closes.
+fn write_all(rx: Receiver<Record>, sink: impl Write, prefix: &str) {
     let mut out = std::io::BufWriter::new(sink);
-    while let Ok(line) = rx.recv() {
-        let mut line = Some(line);
-        while let Some(next) = line.take().or_else(|| rx.try_recv().ok()) {
-            if writeln!(out, "{next}").is_err() {
+    while let Ok(first) = rx.recv() {
+        let mut record = Some(first);
+        while let Some(next) = record.take().or_else(|| rx.try_recv().ok()) {
+            if writeln!(out, "{}", next.line(prefix)).is_err() {
                 return; // the sink is gone: later records count as dropped
             }
         }
         if out.flush().is_err() {
             return;
         }
+        std::thread::sleep(GATHER);
+    }
+}
+
+/// What a decision leaves for the writer: the line is built there, off the
+/// decision's path.
+struct Record {
+    id: u64,
+    time: SystemTime,
+    run_id: String,
+    generation: u64,
+    plugin: Arc<str>,
+    sha256: Option<String>,
+    event: &'static str,
+    latency_us: u64,
+    outcome: Result<(&'static str, Option<String>), (&'static str, String)>,
+    shadow: bool,
+}
+
+impl Record {
+    fn line(&self, prefix: &str) -> String {
+        let mut record = json!({
+            "decision_id": format!("{prefix}-{}", self.id),
+            "time": rfc3339(self.time),
+            "run_id": self.run_id,
+            "generation": self.generation,
+            "plugin": &*self.plugin,
+            "event": self.event,
+            "latency_us": self.latency_us,
+        });
+        let map = record.as_object_mut().expect("an object");
+        if let Some(digest) = &self.sha256 {
+            map.insert("sha256".into(), json!(digest));
+        }
+        match &self.outcome {
+            Ok((flow, reason)) => {
+                map.insert("flow".into(), json!(flow));
+                if let Some(reason) = reason {
+                    map.insert("reason".into(), json!(reason));
+                }
+            }
+            Err((cause, detail)) => {
+                map.insert("flow".into(), json!("terminate"));
+                map.insert("cause".into(), json!(cause));
+                map.insert("detail".into(), json!(detail));
+            }
+        }
+        if self.shadow {
+            map.insert("shadow".into(), Value::Bool(true));
+        }
+        record.to_string()
     }
 }
 
@@ -201,44 +258,27 @@ impl Observe for RunLog {
             return;
         }
         let id = self.log.next.fetch_add(1, Ordering::Relaxed);
-        let mut record = json!({
-            "decision_id": format!("{}-{id}", self.log.prefix),
-            "time": rfc3339_now(),
-            "run_id": d.run_id,
-            "generation": self.generation,
-            "plugin": &**d.plugin,
-            "event": d.kind.name(),
-            "latency_us": u64::try_from(d.took.as_micros()).unwrap_or(u64::MAX),
+        self.log.record(Record {
+            id,
+            time: SystemTime::now(),
+            run_id: d.run_id.to_owned(),
+            generation: self.generation,
+            plugin: d.plugin.clone(),
+            sha256: self.digests.get(&**d.plugin).cloned(),
+            event: d.kind.name(),
+            latency_us: u64::try_from(d.took.as_micros()).unwrap_or(u64::MAX),
+            outcome: match d.outcome {
+                Ok(flow) => Ok((flow.name(), flow.reason().map(str::to_owned))),
+                Err(failure) => Err((failure.cause.name(), failure.detail.clone())),
+            },
+            shadow: d.shadow,
         });
-        let map = record.as_object_mut().expect("an object");
-        if let Some(digest) = self.digests.get(&**d.plugin) {
-            map.insert("sha256".into(), json!(digest));
-        }
-        match d.outcome {
-            Ok(flow) => {
-                map.insert("flow".into(), json!(flow.name()));
-                if let Some(reason) = flow.reason() {
-                    map.insert("reason".into(), json!(reason));
-                }
-            }
-            Err(failure) => {
-                map.insert("flow".into(), json!("terminate"));
-                map.insert("cause".into(), json!(failure.cause.name()));
-                map.insert("detail".into(), json!(failure.detail));
-            }
-        }
-        if d.shadow {
-            map.insert("shadow".into(), Value::Bool(true));
-        }
-        self.log.record(record.to_string());
     }
 }
 
-/// Now, as `2026-12-01T08:30:00.123Z`.
-fn rfc3339_now() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
+/// `time` as `2026-12-01T08:30:00.123Z`.
+fn rfc3339(time: SystemTime) -> String {
+    let since = time.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rest) = (secs / 86_400, secs % 86_400);
     let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
