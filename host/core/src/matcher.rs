@@ -56,32 +56,40 @@ impl ToolMatcher {
 }
 
 /// `*` any run, `?` one character, the rest literal: greedy with one
-/// backtrack point, so never exponential.
+/// backtrack point, so never exponential; on bytes, allocating nothing (it
+/// runs for every tool event of a scoped stack).
 fn glob(pattern: &str, text: &str) -> bool {
-    let (p, t): (Vec<char>, Vec<char>) = (pattern.chars().collect(), text.chars().collect());
+    let (p, t) = (pattern.as_bytes(), text.as_bytes());
+    // The length of the character of `text` at byte `at` (a boundary).
+    let char_len = |at: usize| text[at..].chars().next().map_or(1, char::len_utf8);
     let (mut pi, mut ti) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
         match p.get(pi) {
-            Some('*') => {
+            Some(b'*') => {
                 star = Some((pi, ti));
                 pi += 1;
             }
-            Some(&c) if c == '?' || c == t[ti] => {
+            Some(b'?') => {
+                pi += 1;
+                ti += char_len(ti);
+            }
+            Some(&c) if c == t[ti] => {
                 pi += 1;
                 ti += 1;
             }
             _ => match star {
                 Some((sp, st)) => {
+                    let next = st + char_len(st);
                     pi = sp + 1;
-                    ti = st + 1;
-                    star = Some((sp, st + 1));
+                    ti = next;
+                    star = Some((sp, next));
                 }
                 None => return false,
             },
         }
     }
-    p[pi..].iter().all(|&c| c == '*')
+    p[pi..].iter().all(|&c| c == b'*')
 }
 
 #[cfg(test)]
