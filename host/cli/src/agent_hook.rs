@@ -53,7 +53,13 @@ fn decide<P: Protocol>(
     session: &Session,
     event: &StepEvent,
 ) -> Result<Outcome, String> {
-    let runtime = crate::runtime().map_err(|e| format!("{e:#}"))?;
+    // One process, one event: a pool sized for a thousand runs costs more to
+    // set up than the event takes. Instances are allocated as they start.
+    let runtime = crate::runtime_with(hookbox::RuntimeConfig {
+        pooling: false,
+        ..hookbox::RuntimeConfig::default()
+    })
+    .map_err(|e| format!("{e:#}"))?;
     let loaded = hookbox::directory::load(&runtime, dir).map_err(|e| e.to_string())?;
     let store_dir = SessionStore::default_dir()
         .ok_or("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;

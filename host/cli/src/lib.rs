@@ -414,7 +414,7 @@ pub(crate) fn runtime() -> Result<Runtime> {
     runtime_with(RuntimeConfig::default())
 }
 
-fn runtime_with(config: RuntimeConfig) -> Result<Runtime> {
+pub(crate) fn runtime_with(config: RuntimeConfig) -> Result<Runtime> {
     let cache_dir = match std::env::var_os("HOOKBOX_CACHE_DIR") {
         Some(dir) if dir == "off" => None,
         Some(dir) => Some(PathBuf::from(dir)),
