@@ -115,6 +115,22 @@ fn instantiation(c: &mut Criterion, runtime: &Runtime, plugin: &Arc<Plugin>) {
             black_box(run)
         })
     });
+    // The same in a pool that returns every page to the kernel when a run
+    // ends (`keep_resident_bytes: 0`), so each first call faults them in.
+    let cold_pool = Runtime::new(RuntimeConfig {
+        keep_resident_bytes: 0,
+        ..RuntimeConfig::default()
+    })
+    .expect("runtime");
+    let cold_plugin = hookbox_bench::plugin(&cold_pool).expect("bench guard");
+    let stack = wasm_stack(&cold_plugin, 1);
+    group.bench_function(BenchmarkId::new("first-event-pages-returned", 1), |b| {
+        b.iter(|| {
+            let mut run = stack.start_run("r");
+            black_box(run.dispatch(&ctx, &event).expect("flow"));
+            black_box(run)
+        })
+    });
     group.finish();
 
     // A kind nobody subscribed to: the stack is not even walked.
@@ -537,6 +553,11 @@ fn report(dir: &Path, memory_kib: f64, cpython_in: Option<f64>) -> String {
         (
             "a run's first event (instantiate + first call), 1 plugin",
             "instantiate/first-event/1",
+            1.0,
+        ),
+        (
+            "the same, in a pool that returns every page when a run ends",
+            "instantiate/first-event-pages-returned/1",
             1.0,
         ),
         (

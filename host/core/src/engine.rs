@@ -58,6 +58,15 @@ pub struct RuntimeConfig {
     /// The largest plugin file accepted, in bytes (a JavaScript or Python
     /// guard is 12–18 MiB); a larger one is refused before it is read.
     pub max_plugin_bytes: usize,
+    /// With pooling, on Linux: how many bytes of each memory and table the
+    /// pool keeps mapped when a run ends. Only the pages the run touched are
+    /// reset (to the module's initial contents, found with the kernel's
+    /// `PAGEMAP_SCAN` where it has it, else by `memset` of this many bytes),
+    /// so the next run on the slot starts without page faults; nothing of
+    /// the last run remains. 0: every page is returned to the kernel and
+    /// faulted in again by the next run. Costs idle memory: up to this much
+    /// per slot a run has used.
+    pub keep_resident_bytes: usize,
     /// Where compiled components are cached (see [`crate::cache`]); `None`
     /// compiles every time. [`crate::cache::default_dir`] is the usual place.
     pub cache_dir: Option<std::path::PathBuf>,
@@ -77,6 +86,7 @@ impl Default for RuntimeConfig {
             max_memory_bytes: 1 << 30,
             default_limits: Limits::default(),
             max_plugin_bytes: 128 << 20,
+            keep_resident_bytes: 1 << 20,
             cache_dir: None,
         }
     }
@@ -338,7 +348,10 @@ fn configure_pool(wasm: &mut Config, config: &RuntimeConfig) -> Result<(), Error
         .max_tables_per_module(tables)
         .total_stacks(0)
         .max_memory_size(config.max_memory_bytes)
-        .table_elements(100_000);
+        .table_elements(100_000)
+        .linear_memory_keep_resident(config.keep_resident_bytes)
+        .table_keep_resident(config.keep_resident_bytes)
+        .pagemap_scan(wasmtime::Enabled::Auto);
     wasm.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     Ok(())
 }
