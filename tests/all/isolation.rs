@@ -307,3 +307,34 @@ fn misbehaving_runs_among_many_concurrent_ones_change_no_other_outcome() {
         "resident memory grew by {growth} bytes: {resident:?}"
     );
 }
+
+#[test]
+fn a_slot_the_next_run_reuses_holds_nothing_of_the_last() {
+    // One instance slot: each run reuses the memory the last one wrote,
+    // kept resident between runs and reset (RuntimeConfig::keep_resident_bytes).
+    let runtime = hookbox::Runtime::new(hookbox::RuntimeConfig {
+        max_instances: 1,
+        ..hookbox::RuntimeConfig::default()
+    })
+    .unwrap();
+    let plugin = hookbox::Plugin::from_file(
+        &runtime,
+        std::path::Path::new(hookbox_tests::guests::PUPPET),
+        hookbox::PluginOptions::default(),
+    )
+    .unwrap();
+    let mut stack = HookStack::new();
+    stack.push_plugin(Arc::new(plugin));
+    for name in ["first", "second", "third"] {
+        let mut run = stack
+            .try_start_run(name)
+            .expect("the one slot is free again");
+        for count in 1..=3 {
+            assert_eq!(
+                decided(dispatch(&mut run, &tool_call("puppet:count", "{}"))).flow,
+                Flow::skip(format!("global={count} scratch={count}")),
+                "{name} run, event {count}"
+            );
+        }
+    }
+}
