@@ -15,6 +15,8 @@ use std::sync::OnceLock;
 use hookbox_tests::guests;
 use serde_json::{Value, json};
 
+mod otlp;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -208,6 +210,68 @@ fn each_flow_on_a_real_filesystem_server_does_what_the_rules_say() {
             .contains("stop here"),
         "{saw}"
     );
+}
+
+#[test]
+fn a_proxied_session_is_one_trace_with_a_decision_span_per_guarded_message() {
+    let Some(mcp) = installed() else { return };
+    let (receiver, endpoint) = otlp::Receiver::start();
+    let root = scratch("otlp-root");
+    std::fs::write(root.join("secret.txt"), "aws_key = AKIAIOSFODNN7EXAMPLE\n").unwrap();
+    std::fs::write(root.join("a.txt"), "move me").unwrap();
+    for i in 0..20 {
+        std::fs::write(root.join(format!("n{i}.txt")), format!("note {i}")).unwrap();
+    }
+    let plugins = plugin_dir("otlp", &filesystem_manifest(&root));
+    let root_text = root.display().to_string();
+    let upstream = ["node", &server(mcp, "filesystem"), &root_text];
+    // An MCP client hands the server it starts only part of its own
+    // environment (the Python SDK: HOME, PATH and a few more), so the
+    // variable goes on the command, as in a client's `env` entry.
+    let mut command = vec![
+        "env".to_owned(),
+        format!("OTEL_EXPORTER_OTLP_ENDPOINT={endpoint}"),
+    ];
+    command.extend(proxy(&plugins, &[], &upstream));
+    let output = client_process(mcp, "filesystem", &root_text, &command)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("the client runs");
+    assert!(output.status.success());
+
+    let spans = receiver.spans();
+    let [session] = otlp::named(&spans, "hookbox.run")[..] else {
+        panic!(
+            "one session span: {:?}",
+            spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+        )
+    };
+    assert!(session.parent_span_id.is_empty());
+    assert_eq!(otlp::attributes(session)["hookbox.surface"], "mcp");
+    let decisions: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name.starts_with("apply_guardrail "))
+        .collect();
+    assert!(
+        decisions.len() > 20,
+        "every guarded call and result: {}",
+        decisions.len()
+    );
+    for decision in &decisions {
+        assert_eq!(decision.trace_id, session.trace_id, "one trace per session");
+        assert_eq!(decision.parent_span_id, session.span_id);
+    }
+    let by = |guardian: &str, decision: &str| {
+        decisions.iter().any(|d| {
+            let a = otlp::attributes(d);
+            a.get("gen_ai.guardian.name").map(String::as_str) == Some(guardian)
+                && a["gen_ai.security.decision.type"] == decision
+        })
+    };
+    assert!(by("deny-tools", "deny"), "the denied edit");
+    assert!(by("path-jail", "modify"), "the jailed path");
+    assert!(by("redact-secrets", "modify"), "the redacted result");
+    assert!(by("puppet", "deny"), "the terminate");
 }
 
 #[test]
