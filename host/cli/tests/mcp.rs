@@ -130,15 +130,22 @@ file = "redact-secrets.wasm"
     )
 }
 
-#[test]
-fn each_flow_on_a_real_filesystem_server_does_what_the_rules_say() {
-    let Some(mcp) = installed() else { return };
-    let root = scratch("fs-root");
+/// The folder the filesystem scenario works in: a file with a secret, one
+/// to move, and twenty notes.
+fn filesystem_root(label: &str) -> PathBuf {
+    let root = scratch(label);
     std::fs::write(root.join("secret.txt"), "aws_key = AKIAIOSFODNN7EXAMPLE\n").unwrap();
     std::fs::write(root.join("a.txt"), "move me").unwrap();
     for i in 0..20 {
         std::fs::write(root.join(format!("n{i}.txt")), format!("note {i}")).unwrap();
     }
+    root
+}
+
+#[test]
+fn each_flow_on_a_real_filesystem_server_does_what_the_rules_say() {
+    let Some(mcp) = installed() else { return };
+    let root = filesystem_root("fs-root");
     let plugins = plugin_dir("fs", &filesystem_manifest(&root));
     let root_text = root.display().to_string();
     let upstream = ["node", &server(mcp, "filesystem"), &root_text];
@@ -216,12 +223,7 @@ fn each_flow_on_a_real_filesystem_server_does_what_the_rules_say() {
 fn a_proxied_session_is_one_trace_with_a_decision_span_per_guarded_message() {
     let Some(mcp) = installed() else { return };
     let (receiver, endpoint) = otlp::Receiver::start();
-    let root = scratch("otlp-root");
-    std::fs::write(root.join("secret.txt"), "aws_key = AKIAIOSFODNN7EXAMPLE\n").unwrap();
-    std::fs::write(root.join("a.txt"), "move me").unwrap();
-    for i in 0..20 {
-        std::fs::write(root.join(format!("n{i}.txt")), format!("note {i}")).unwrap();
-    }
+    let root = filesystem_root("otlp-root");
     let plugins = plugin_dir("otlp", &filesystem_manifest(&root));
     let root_text = root.display().to_string();
     let upstream = ["node", &server(mcp, "filesystem"), &root_text];

@@ -289,10 +289,18 @@ fn compile_all(
     runtime: &Runtime,
     prepared: Vec<Prepared>,
 ) -> Vec<(PluginEntry, String, Option<String>, Loaded)> {
-    let compile = |item: &Prepared, bytes: &[u8], options: &PluginOptions| {
-        let digest = item.sha256.as_deref().unwrap_or_default();
-        build(runtime, &item.entry, &item.name, (bytes, digest), options).map(Arc::new)
-    };
+    let compile =
+        |item: (&PluginEntry, &str, Option<&str>), bytes: &[u8], options: &PluginOptions| {
+            let (entry, name, digest) = item;
+            build(
+                runtime,
+                entry,
+                name,
+                (bytes, digest.unwrap_or_default()),
+                options,
+            )
+            .map(Arc::new)
+        };
     let pending = prepared
         .iter()
         .filter(|p| matches!(p.state, Compile(..)))
@@ -311,7 +319,8 @@ fn compile_all(
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         let Some(item) = prepared.get(i) else { break };
                         if let Compile(bytes, options) = &item.state {
-                            let result = compile(item, bytes, options);
+                            let parts = (&item.entry, item.name.as_str(), item.sha256.as_deref());
+                            let result = compile(parts, bytes, options);
                             if let Ok(mut slot) = compiled[i].lock() {
                                 *slot = Some(result);
                             }
@@ -326,10 +335,10 @@ fn compile_all(
         .zip(compiled)
         .map(|(item, slot)| {
             let done = slot.into_inner().ok().flatten();
-            let result = match (&item.state, done) {
-                (_, Some(result)) => result,
-                (Ready(result), None) => result.clone(),
-                (Compile(bytes, options), None) => compile(&item, bytes, options),
+            let parts = (&item.entry, item.name.as_str(), item.sha256.as_deref());
+            let result = match (item.state, done) {
+                (_, Some(result)) | (Ready(result), None) => result,
+                (Compile(bytes, options), None) => compile(parts, &bytes, &options),
             };
             (item.entry, item.name, item.sha256, result)
         })
