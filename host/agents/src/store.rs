@@ -49,6 +49,9 @@ pub struct SessionLock {
     file: File,
     path: PathBuf,
     max_bytes: u64,
+    /// The file's bytes as [`SessionLock::load`] read them: a save of the
+    /// same state only marks the session used.
+    read: Option<Vec<u8>>,
 }
 
 impl SessionStore {
@@ -129,6 +132,7 @@ impl SessionStore {
             file,
             path,
             max_bytes: self.max_bytes,
+            read: None,
         })
     }
 
@@ -175,6 +179,7 @@ impl SessionLock {
             .file
             .seek(SeekFrom::Start(0))
             .and_then(|_| (&self.file).take(self.max_bytes).read_to_string(&mut text));
+        self.read = read.is_ok().then(|| text.clone().into_bytes());
         match read {
             Ok(_) if !text.is_empty() => serde_json::from_str(&text).unwrap_or_else(|e| {
                 tracing::warn!(path = %self.path.display(), "session state unreadable, starting afresh: {e}");
@@ -184,7 +189,10 @@ impl SessionLock {
         }
     }
 
-    /// Replaces the session's state with `state`.
+    /// Replaces the session's state with `state`. A state the file holds
+    /// already (what [`SessionLock::load`] read, as most hook calls leave
+    /// it) is not written again: the file is only marked used, so the
+    /// session does not age out, and no `fdatasync` is paid.
     ///
     /// # Errors
     /// [`StoreError`] when it cannot be written, or is larger than the
@@ -195,6 +203,14 @@ impl SessionLock {
             path: self.path.clone(),
             reason,
         };
+        if self.read.as_deref() == Some(text.as_slice()) {
+            return self
+                .file
+                .set_modified(SystemTime::now())
+                .map_err(|e| error(e.to_string()));
+        }
+        // Until the write is through, the file holds neither.
+        self.read = None;
         self.file.set_len(0).map_err(|e| error(e.to_string()))?;
         if text.len() as u64 > self.max_bytes {
             return Err(error(format!(
@@ -207,7 +223,9 @@ impl SessionLock {
             .seek(SeekFrom::Start(0))
             .and_then(|_| self.file.write_all(&text))
             .and_then(|()| self.file.sync_data())
-            .map_err(|e| error(e.to_string()))
+            .map_err(|e| error(e.to_string()))?;
+        self.read = Some(text);
+        Ok(())
     }
 }
 
@@ -384,5 +402,45 @@ mod tests {
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
         assert!(lock.save(&big).is_err());
         assert!(lock.load().is_empty(), "nothing half-written is kept");
+    }
+
+    #[test]
+    fn a_call_that_leaves_the_state_as_it_was_keeps_the_session_alive_without_rewriting_it() {
+        let store = SessionStore::open(&scratch("unchanged"))
+            .unwrap()
+            .with_limits(Duration::from_millis(400), 1 << 20);
+        let mut lock = store.lock("claude-code", &session("s")).unwrap();
+        lock.load();
+        lock.save(&state("1")).unwrap();
+        drop(lock);
+        let file = std::fs::read_dir(&store.dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "json"))
+            .unwrap();
+        let written = std::fs::read(&file).unwrap();
+        // Each call is younger than the limit apart, all of them together
+        // older: the session lives on the marks alone.
+        for _ in 0..4 {
+            std::thread::sleep(Duration::from_millis(150));
+            let before = std::fs::metadata(&file).unwrap().modified().unwrap();
+            let mut lock = store.lock("claude-code", &session("s")).unwrap();
+            let saved = lock.load();
+            assert_eq!(saved, state("1"), "the session aged out while in use");
+            lock.save(&saved).unwrap();
+            drop(lock);
+            assert_eq!(std::fs::read(&file).unwrap(), written);
+            assert!(std::fs::metadata(&file).unwrap().modified().unwrap() > before);
+        }
+        // A changed state is written.
+        let mut lock = store.lock("claude-code", &session("s")).unwrap();
+        lock.load();
+        lock.save(&state("2")).unwrap();
+        drop(lock);
+        assert_eq!(
+            store.lock("claude-code", &session("s")).unwrap().load(),
+            state("2")
+        );
     }
 }
