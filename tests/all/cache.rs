@@ -53,24 +53,33 @@ fn a_damaged_or_forged_entry_is_recompiled_never_loaded() {
     let dir = scratch_dir("cache-damaged");
     load(&runtime_with_cache(&dir));
     let entry = entries(&dir).remove(0);
-    let mut bytes = std::fs::read(&entry).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0xff;
-    std::fs::write(&entry, &bytes).unwrap();
+    let good = std::fs::read(&entry).unwrap();
+    // A byte of the artifact (its code), then one of the tag after it.
+    for at in [good.len() / 2, good.len() - 1] {
+        let mut bytes = good.clone();
+        bytes[at] ^= 0xff;
+        std::fs::write(&entry, &bytes).unwrap();
 
-    let runtime = runtime_with_cache(&dir);
-    load(&runtime);
-    let stats = runtime.cache_stats().unwrap();
-    assert_eq!((stats.hits, stats.rejected), (0, 1));
-    // Rewritten: the next start hits again.
+        let runtime = runtime_with_cache(&dir);
+        load(&runtime);
+        let stats = runtime.cache_stats().unwrap();
+        assert_eq!(
+            (stats.hits, stats.rejected),
+            (0, 1),
+            "byte {at} of {}",
+            good.len()
+        );
+        // Rewritten: the next start hits again.
+        let again = runtime_with_cache(&dir);
+        load(&again);
+        assert_eq!(again.cache_stats().unwrap().hits, 1);
+    }
     let again = runtime_with_cache(&dir);
-    load(&again);
-    assert_eq!(again.cache_stats().unwrap().hits, 1);
 
     // An artifact that wasmtime would accept, but that hookbox did not sign.
     let engine_bytes = std::fs::read(guests::DENY_TOOLS).unwrap();
     let forged = again.engine().precompile_component(&engine_bytes).unwrap();
-    std::fs::write(&entry, [vec![0u8; 32], forged].concat()).unwrap();
+    std::fs::write(&entry, [forged, vec![0u8; 32]].concat()).unwrap();
     let third = runtime_with_cache(&dir);
     load(&third);
     assert_eq!(third.cache_stats().unwrap().rejected, 1);

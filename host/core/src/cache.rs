@@ -8,7 +8,11 @@
 //!   is a miss, never a load;
 //! - the cache directory must belong to the current user and not be writable
 //!   by anyone else; otherwise the cache is off (with a warning);
-//! - entries are written to a temporary file and renamed into place;
+//! - entries are written to a temporary file and renamed into place, so an
+//!   entry's file never changes once it has a name: a load maps it, checks
+//!   the tag over the mapping, and has wasmtime map the same file (through
+//!   its open descriptor, so a rename cannot swap it) rather than copying
+//!   it twice into memory;
 //! - a damaged or incompatible entry is recompiled and replaced, never a
 //!   crash. Plugin directories are never searched for precompiled files.
 //!
@@ -83,8 +87,10 @@ impl CompileCache {
         }
     }
 
+    /// An entry is the artifact, then its tag (so wasmtime can map the
+    /// artifact where it lies in the file).
     fn entry_name(&self, sha256: &str) -> String {
-        format!("{sha256}-{}.cwasm", self.fingerprint)
+        format!("{sha256}-{}.v2.cwasm", self.fingerprint)
     }
 
     /// The cached component for the bytes whose digest is `sha256`
@@ -93,18 +99,22 @@ impl CompileCache {
     pub(crate) fn load(&self, engine: &Engine, sha256: &str) -> Option<Component> {
         let name = self.entry_name(sha256);
         let path = self.dir.join(&name);
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(file) = std::fs::File::open(&path) else {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let verified = bytes.len() > TAG && {
-            let (tag, artifact) = bytes.split_at(TAG);
-            constant_time_eq(tag, &hmac(&self.key, name.as_bytes(), artifact))
-        };
-        // SAFETY: the artifact verified under our key, so hookbox itself
-        // serialized it with an engine of this fingerprint; wasmtime still
-        // checks compatibility and refuses a mismatched artifact.
-        let component = verified.then(|| unsafe { Component::deserialize(engine, &bytes[TAG..]) });
+        let component = os::Mapped::of(&file).ok().and_then(|mapped| {
+            let bytes = mapped.bytes();
+            let (artifact, tag) = bytes.split_at(bytes.len().checked_sub(TAG)?);
+            let verified = !artifact.is_empty()
+                && constant_time_eq(tag, &hmac(&self.key, name.as_bytes(), artifact));
+            // SAFETY: the artifact verified under our key, so hookbox itself
+            // serialized it with an engine of this fingerprint; wasmtime still
+            // checks compatibility and refuses a mismatched artifact. The
+            // file is the one verified (its descriptor, not its name), and
+            // hookbox never writes to a named entry.
+            verified.then(|| unsafe { deserialize(engine, &file, artifact) })
+        });
         match component {
             Some(Ok(component)) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -131,8 +141,8 @@ impl CompileCache {
                 let tag = hmac(&self.key, name.as_bytes(), &artifact);
                 let temp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
                 let mut file = os::create_private(&temp).map_err(|e| e.to_string())?;
-                file.write_all(&tag)
-                    .and_then(|()| file.write_all(&artifact))
+                file.write_all(&artifact)
+                    .and_then(|()| file.write_all(&tag))
                     .map_err(|e| e.to_string())?;
                 std::fs::rename(&temp, self.dir.join(&name)).map_err(|e| e.to_string())
             });
@@ -140,6 +150,29 @@ impl CompileCache {
             tracing::warn!(cache = %self.dir.display(), "cannot write a compile cache entry: {e}");
         }
     }
+}
+
+/// The component in a verified entry: wasmtime maps the file itself where
+/// it can (the artifact is read where it lies, and its memory images are
+/// mapped from the file), else copies the verified `artifact`.
+///
+/// # Safety
+/// As [`Component::deserialize`]: `file` must hold, and go on holding, an
+/// artifact this engine's kind serialized, followed by its tag.
+unsafe fn deserialize(
+    engine: &Engine,
+    file: &std::fs::File,
+    artifact: &[u8],
+) -> wasmtime::Result<Component> {
+    if let Some(path) = os::descriptor_path(file) {
+        // SAFETY: as this function's.
+        match unsafe { Component::deserialize_file(engine, &path) } {
+            Ok(component) => return Ok(component),
+            Err(e) => tracing::debug!("compile cache: mapping refused ({e:#}); copying"),
+        }
+    }
+    // SAFETY: as this function's.
+    unsafe { Component::deserialize(engine, artifact) }
 }
 
 fn load_or_create_key(path: &Path) -> Result<[u8; 32], String> {
@@ -160,8 +193,65 @@ fn load_or_create_key(path: &Path) -> Result<[u8; 32], String> {
 /// write, and files only its owner can read.
 #[cfg(unix)]
 mod os {
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
+
+    /// A read-only private mapping of a whole file, unmapped when dropped.
+    pub struct Mapped {
+        ptr: *mut libc::c_void,
+        len: usize,
+    }
+
+    impl Mapped {
+        pub fn of(file: &std::fs::File) -> std::io::Result<Mapped> {
+            let len = usize::try_from(file.metadata()?.len())
+                .map_err(|_| std::io::Error::other("too large to map"))?;
+            if len == 0 {
+                return Err(std::io::Error::other("empty"));
+            }
+            // SAFETY: a new read-only mapping of an open file, at an address
+            // the kernel picks; nothing else is touched.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_READ,
+                    libc::MAP_PRIVATE,
+                    file.as_raw_fd(),
+                    0,
+                )
+            };
+            if ptr == libc::MAP_FAILED {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(Mapped { ptr, len })
+        }
+
+        pub fn bytes(&self) -> &[u8] {
+            // SAFETY: `len` readable bytes are mapped at `ptr` until drop. A
+            // cache entry's file is never written once it has a name.
+            unsafe { std::slice::from_raw_parts(self.ptr.cast(), self.len) }
+        }
+    }
+
+    impl Drop for Mapped {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `of`, unmapped once.
+            unsafe { libc::munmap(self.ptr, self.len) };
+        }
+    }
+
+    /// A path that opens `file` itself, whatever its name now points at.
+    pub fn descriptor_path(file: &std::fs::File) -> Option<PathBuf> {
+        let base = if cfg!(target_os = "linux") {
+            "/proc/self/fd"
+        } else {
+            "/dev/fd"
+        };
+        let path = Path::new(base).join(file.as_raw_fd().to_string());
+        path.exists().then_some(path)
+    }
 
     pub fn check_private_dir(dir: &Path) -> Result<(), String> {
         let meta = std::fs::metadata(dir).map_err(|e| e.to_string())?;
@@ -191,7 +281,24 @@ mod os {
 
 #[cfg(not(unix))]
 mod os {
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
+
+    /// No mapping: the cache is off here (see `check_private_dir`).
+    pub struct Mapped;
+
+    impl Mapped {
+        pub fn of(_file: &std::fs::File) -> std::io::Result<Mapped> {
+            Err(std::io::Error::other("no compile cache here"))
+        }
+
+        pub fn bytes(&self) -> &[u8] {
+            &[]
+        }
+    }
+
+    pub fn descriptor_path(_file: &std::fs::File) -> Option<PathBuf> {
+        None
+    }
 
     pub fn check_private_dir(dir: &Path) -> Result<(), String> {
         Err(format!(
