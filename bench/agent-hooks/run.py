@@ -12,7 +12,13 @@ documented input shape (a `ls` that every guard lets through, so the whole
 stack runs), through a directory of the example plugins with the compile cache
 warm and session state on: four example guards (deny-tools, path-jail,
 redact-secrets, repair-tools). Prints median and p99 in ms and the ratio of
-medians to the Python hook."""
+medians to the Python hook and to `cat` reading the same input (issue 20's
+target 4: a bare process start). `hookbox --version` is there too: the
+binary's own start, with no plugin asked.
+
+    python3 bench/agent-hooks/run.py [CALLS] [AGENT ...]
+
+runs only the agents named (all by default)."""
 import json
 import os
 import statistics
@@ -25,6 +31,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HOOKBOX = os.path.join(ROOT, "target", "release", "hookbox")
 PLUGINS = os.path.join(ROOT, "target", "bench-hooks", "plugins")
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+AGENTS = sys.argv[2:]
 
 command = {"command": "ls -la src", "description": "List sources"}
 INPUTS = {
@@ -57,9 +64,16 @@ def main():
     with open(os.path.join(plugins, "hookbox.toml"), "w") as f:
         f.write("\n".join(manifest))
     env = dict(os.environ, HOOKBOX_CACHE_DIR=os.path.join(scratch, "cache"), HOOKBOX_STATE_DIR=os.path.join(scratch, "state"))
-    contestants = {"python": ([sys.executable, os.path.join(os.path.dirname(__file__), "plain_guard.py")],
-                              json.dumps(INPUTS["claude-code"]).encode())}
+    claude = json.dumps(INPUTS["claude-code"]).encode()
+    contestants = {"cat": (["cat"], claude),
+                   "version": ([HOOKBOX, "--version"], b""),
+                   "python": ([sys.executable, os.path.join(os.path.dirname(__file__), "plain_guard.py")], claude)}
+    unknown = [a for a in AGENTS if a not in INPUTS]
+    if unknown:
+        sys.exit(f"no such agent: {', '.join(unknown)}; try {', '.join(INPUTS)}")
     for agent, hook in INPUTS.items():
+        if AGENTS and agent not in AGENTS:
+            continue
         contestants[agent] = ([HOOKBOX, "hook", agent, "--plugins", plugins], json.dumps(hook).encode())
     for argv, stdin in contestants.values():  # warm the compile cache and the page cache
         subprocess.run(argv, input=stdin, env=env, capture_output=True, check=False)
@@ -72,15 +86,17 @@ def main():
             if done.returncode != 0:
                 sys.exit(f"{name} exited {done.returncode}: {done.stderr.decode()}")
     base = statistics.median(times["python"])
+    cat = statistics.median(times["cat"])
     print(f"{CALLS} calls each, interleaved; ms per call, process start included")
-    print("| hook | median | p99 | median vs plain Python |")
-    print("|---|---|---|---|")
+    print("| hook | median | p99 | median vs plain Python | median vs `cat` |")
+    print("|---|---|---|---|---|")
     for name, samples in times.items():
         samples.sort()
         p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
         median = statistics.median(samples)
-        label = "plain Python (8 substring checks)" if name == "python" else f"`hookbox hook {name}`"
-        print(f"| {label} | {median:.1f} | {p99:.1f} | {median / base:.2f}× |")
+        label = {"python": "plain Python (8 substring checks)", "cat": "`cat` (reads the input)",
+                 "version": "`hookbox --version` (the binary's start)"}.get(name, f"`hookbox hook {name}`")
+        print(f"| {label} | {median:.2f} | {p99:.2f} | {median / base:.2f}× | {median / cat:.2f}× |")
 
 
 if __name__ == "__main__":
