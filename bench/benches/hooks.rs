@@ -115,22 +115,29 @@ fn instantiation(c: &mut Criterion, runtime: &Runtime, plugin: &Arc<Plugin>) {
             black_box(run)
         })
     });
-    // The same in a pool that returns every page to the kernel when a run
-    // ends (`keep_resident_bytes: 0`), so each first call faults them in.
-    let cold_pool = Runtime::new(RuntimeConfig {
-        keep_resident_bytes: 0,
-        ..RuntimeConfig::default()
-    })
-    .expect("runtime");
-    let cold_plugin = hookbox_bench::plugin(&cold_pool).expect("bench guard");
-    let stack = wasm_stack(&cold_plugin, 1);
-    group.bench_function(BenchmarkId::new("first-event-pages-returned", 1), |b| {
-        b.iter(|| {
-            let mut run = stack.start_run("r");
-            black_box(run.dispatch(&ctx, &event).expect("flow"));
-            black_box(run)
+    // The same in pools that keep other amounts of each memory resident:
+    // none (every page returned to the kernel when a run ends, so each
+    // first call faults them in), and more than the default.
+    for (keep, name) in [
+        (0, "first-event-pages-returned"),
+        (4 << 20, "first-event-keep-4MiB"),
+        (16 << 20, "first-event-keep-16MiB"),
+    ] {
+        let pool = Runtime::new(RuntimeConfig {
+            keep_resident_bytes: keep,
+            ..RuntimeConfig::default()
         })
-    });
+        .expect("runtime");
+        let plugin = hookbox_bench::plugin(&pool).expect("bench guard");
+        let stack = wasm_stack(&plugin, 1);
+        group.bench_function(BenchmarkId::new(name, 1), |b| {
+            b.iter(|| {
+                let mut run = stack.start_run("r");
+                black_box(run.dispatch(&ctx, &event).expect("flow"));
+                black_box(run)
+            })
+        });
+    }
     group.finish();
 
     // A kind nobody subscribed to: the stack is not even walked.

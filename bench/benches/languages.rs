@@ -16,7 +16,9 @@ use hookbox::{
     ToolOutcome, ToolResult,
 };
 
-const LANGUAGES: [&str; 5] = ["rust", "javascript", "python", "c", "go"];
+/// `javascript-aot` is the JavaScript guard compiled ahead of time
+/// (`languages/build.sh javascript-aot`, with weval).
+const LANGUAGES: [&str; 6] = ["rust", "javascript", "javascript-aot", "python", "c", "go"];
 
 fn target_dir() -> PathBuf {
     std::env::var_os("CARGO_TARGET_DIR")
@@ -42,8 +44,11 @@ struct Guard {
 }
 
 fn load(runtime: &Runtime, language: &'static str) -> Option<Guard> {
-    let path = component(language);
-    let bytes = std::fs::read(&path).ok()?;
+    load_file(runtime, language, &component(language))
+}
+
+fn load_file(runtime: &Runtime, language: &'static str, path: &Path) -> Option<Guard> {
+    let bytes = std::fs::read(path).ok()?;
     // No compile cache: this is what a first load costs.
     let started = Instant::now();
     let plugin = Plugin::from_bytes(runtime, "toolguard", &bytes, PluginOptions::default())
@@ -142,8 +147,55 @@ fn bench(c: &mut Criterion, guards: &[Guard]) {
     group.finish();
 }
 
+/// A `len`-byte tool result with nothing in it to redact.
+fn plain_result(len: usize) -> StepEvent {
+    StepEvent::ToolResult(ToolResult {
+        tool_name: "read_file".into(),
+        tool_call_id: Some("call-1".into()),
+        internal_call_id: "i-1".into(),
+        args: r#"{"path":"notes.txt"}"#.into(),
+        result: "x".repeat(len),
+        outcome: ToolOutcome::Success,
+        extensions: "{}".into(),
+    })
+}
+
+/// What a call into StarlingMonkey costs apart from a guard's work:
+/// `bench/js/crossing.js`, which answers a tool call `continue` and hands a
+/// tool result straight back as a rewrite, interpreted and compiled ahead
+/// of time; the Rust toolguard's tool call beside it.
+const CROSSINGS: [(&str, &str); 3] = [
+    ("tool-call", "tool-call, answered `continue`"),
+    ("echo-1KiB", "tool-result of 1 KiB handed back"),
+    ("echo-64KiB", "tool-result of 64 KiB handed back"),
+];
+
+fn crossing(c: &mut Criterion, guards: &[Guard]) {
+    let ctx = ctx();
+    let events = [clean_call(), plain_result(1024), plain_result(64 * 1024)];
+    let mut group = c.benchmark_group("crossing");
+    for guard in guards {
+        let mut run = guard.stack.start_run("bench");
+        run.instantiate_all().expect("instantiates");
+        for ((bench, _), event) in CROSSINGS.iter().zip(&events) {
+            group.bench_function(BenchmarkId::new(*bench, guard.language), |b| {
+                b.iter(|| black_box(run.dispatch(&ctx, event).expect("decides")))
+            });
+        }
+    }
+    group.finish();
+}
+
 fn main() {
     let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
+    let aot = target_dir().join("languages/javascript-aot");
+    let crossings: Vec<Guard> = [
+        ("interpreted", aot.join("crossing-interpreted.wasm")),
+        ("aot", aot.join("crossing.wasm")),
+    ]
+    .into_iter()
+    .filter_map(|(name, path)| load_file(&runtime, name, &path))
+    .collect();
     let guards: Vec<Guard> = LANGUAGES
         .into_iter()
         .filter_map(|language| {
@@ -159,9 +211,13 @@ fn main() {
         .measurement_time(Duration::from_secs(2))
         .configure_from_args();
     bench(&mut c, &guards);
+    crossing(&mut c, &crossings);
     c.final_summary();
 
-    let report = report(&guards);
+    let mut report = report(&guards);
+    if !crossings.is_empty() {
+        report.push_str(&crossing_report(&crossings));
+    }
     println!("\n{report}");
     let dir = target_dir().join("criterion");
     let _ = std::fs::create_dir_all(&dir);
@@ -170,8 +226,12 @@ fn main() {
 
 /// Criterion's median for `languages/<bench>/<language>`, in nanoseconds.
 fn median(bench: &str, language: &str) -> Option<f64> {
+    median_in("languages", bench, language)
+}
+
+fn median_in(group: &str, bench: &str, language: &str) -> Option<f64> {
     let path = target_dir().join(format!(
-        "criterion/languages/{bench}/{language}/new/estimates.json"
+        "criterion/{group}/{bench}/{language}/new/estimates.json"
     ));
     let estimates: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
@@ -241,6 +301,36 @@ fn report(guards: &[Guard]) -> String {
             Some(ns) => format!("{}{}", human(ns), ratio(ns, base)),
             None => "–".into(),
         });
+    }
+    out
+}
+
+fn crossing_report(guards: &[Guard]) -> String {
+    let mut out = String::from(
+        "\nThe crossing alone (bench/js/crossing.js), warm run, ratio to the Rust toolguard's tool call:\n\n| | ",
+    );
+    out.push_str(
+        &guards
+            .iter()
+            .map(|g| g.language)
+            .collect::<Vec<_>>()
+            .join(" | "),
+    );
+    out.push_str(" |\n|---|");
+    out.push_str(&"---|".repeat(guards.len()));
+    out.push('\n');
+    let rust = median("tool-call", "rust");
+    for (bench, label) in CROSSINGS {
+        out.push_str(&format!("| {label} |"));
+        for guard in guards {
+            let cell = match (median_in("crossing", bench, guard.language), rust) {
+                (Some(ns), Some(base)) => format!("{} ({:.0}×)", human(ns), ns / base),
+                (Some(ns), None) => human(ns),
+                _ => "–".into(),
+            };
+            out.push_str(&format!(" {cell} |"));
+        }
+        out.push('\n');
     }
     out
 }

@@ -1,0 +1,358 @@
+//! `cargo bench -p hookbox-bench --bench serve`: `hookbox serve` under
+//! keep-alive load (issue 20, target 6), against in-process dispatch of the
+//! same stack measured in the same process.
+//!
+//! A stack of 8 bench guards (1 KiB tool calls, all continue) is served on
+//! loopback. Each client connection has one run and one keep-alive
+//! HTTP/1.1 connection, posting the next event as soon as the last answer
+//! is in (closed loop); one client thread drives them all, as `wrk` does.
+//! The client is on the same machine and shares its cores with the server,
+//! as the target asks.
+//!
+//! The baseline runs the same stack in this process with as many threads
+//! as cores, each with its own run, dispatching the same event in a loop.
+//! The report (printed, and written to `target/criterion/serve-report.md`)
+//! gives events/s and latency percentiles for each, and what serve adds
+//! per event: the cores' time per served event less the cores' time per
+//! dispatched one.
+//!
+//! `-- --seconds S` sets each measurement's length (default 5), and
+//! `-- --connections 8,32,64` the connection counts tried.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use hookbox::{HookStack, Runtime, RuntimeConfig};
+use hookbox_bench::{Answer, tool_call, wasm_stack};
+use hookbox_serve::{ServeConfig, Server, StackSource};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+/// Events/s and latencies of one measurement.
+struct Load {
+    events: usize,
+    elapsed: Duration,
+    /// Every event's latency, sorted.
+    latencies: Vec<Duration>,
+}
+
+impl Load {
+    fn per_second(&self) -> f64 {
+        self.events as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn percentile(&self, p: f64) -> Duration {
+        let last = self.latencies.len().saturating_sub(1);
+        self.latencies
+            .get(((last as f64) * p).round() as usize)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    fn of(per_thread: Vec<Vec<Duration>>, elapsed: Duration) -> Load {
+        let mut latencies: Vec<Duration> = per_thread.into_iter().flatten().collect();
+        latencies.sort_unstable();
+        Load {
+            events: latencies.len(),
+            elapsed,
+            latencies,
+        }
+    }
+}
+
+fn main() -> Result<()> {
+    let (seconds, connections) = arguments()?;
+    let runtime = Runtime::new(RuntimeConfig::default())?;
+    let plugin = hookbox_bench::plugin(&runtime)?;
+    let event = tool_call(1024, Answer::Continue);
+    let body = serde_json::to_vec(&event)?;
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let window = Duration::from_secs_f64(seconds);
+
+    // The baseline at each concurrency: as many live runs as connections,
+    // on as many threads as cores.
+    let stack = Arc::new(wasm_stack(&plugin, 8));
+    in_process(&stack, &event, (cores, cores), Duration::from_millis(500)); // warm-up
+    let mut baselines = Vec::new();
+    for &n in &connections {
+        eprintln!("in-process dispatch: {n} runs on {cores} threads, {seconds} s");
+        baselines.push(in_process(&stack, &event, (cores, n), window));
+    }
+    drop(stack);
+
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let most = connections.iter().copied().max().unwrap_or(1);
+    let config = ServeConfig {
+        max_in_flight: most,
+        max_runs: most,
+        max_connections: most + 1,
+        ..ServeConfig::default()
+    };
+    let stack: HookStack = wasm_stack(&plugin, 8);
+    let server = tokio.block_on(Server::start(
+        StackSource::fixed(stack),
+        "127.0.0.1:0".parse()?,
+        config,
+    ))?;
+    let addr = server.addr;
+
+    let mut served = Vec::new();
+    for &n in &connections {
+        eprintln!("serve: {n} keep-alive connections, {seconds} s");
+        clients(addr, &body, n, Duration::from_millis(500))?; // warm-up
+        served.push((n, clients(addr, &body, n, window)?));
+    }
+    drop(server);
+
+    let report = report(cores, &baselines, &served);
+    println!("\n{report}");
+    let path = criterion_dir().join("serve-report.md");
+    std::fs::create_dir_all(criterion_dir())?;
+    std::fs::write(&path, &report).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn arguments() -> Result<(f64, Vec<usize>)> {
+    let mut seconds = 5.0;
+    let mut connections = vec![8, 32, 64];
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => {
+                seconds = args
+                    .next()
+                    .context("--seconds needs a number")?
+                    .parse()
+                    .context("--seconds needs a number")?;
+            }
+            "--connections" => {
+                connections = args
+                    .next()
+                    .context("--connections needs a list such as 8,32,64")?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()
+                    .context("--connections needs a list such as 8,32,64")?;
+            }
+            // cargo bench passes --bench; nothing else is ours.
+            "--bench" => {}
+            other => bail!("unknown argument {other:?}; try --seconds S or --connections 8,32,64"),
+        }
+    }
+    ensure!(
+        seconds > 0.0 && !connections.is_empty(),
+        "nothing to measure"
+    );
+    Ok((seconds, connections))
+}
+
+/// `runs` runs of `stack` on `threads` threads (each taking its share in
+/// turn), dispatching `event` for `window`.
+fn in_process(
+    stack: &Arc<HookStack>,
+    event: &hookbox::StepEvent,
+    (threads, runs): (usize, usize),
+    window: Duration,
+) -> Load {
+    let started = Instant::now();
+    let per_thread = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    let share = (runs / threads + usize::from(t < runs % threads)).max(1);
+                    let mut mine: Vec<_> = (0..share)
+                        .map(|i| stack.start_run(format!("in-process-{t}-{i}")))
+                        .collect();
+                    let mut latencies = Vec::with_capacity(1 << 20);
+                    'timed: loop {
+                        for run in &mut mine {
+                            if started.elapsed() >= window {
+                                break 'timed;
+                            }
+                            let ctx = run.context(1);
+                            let t = Instant::now();
+                            let outcome = run.dispatch(&ctx, event);
+                            latencies.push(t.elapsed());
+                            assert!(outcome.is_ok_and(|d| d.flow == hookbox::Flow::Continue));
+                        }
+                    }
+                    latencies
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a dispatch thread panicked"))
+            .collect()
+    });
+    Load::of(per_thread, started.elapsed())
+}
+
+/// `n` clients, each a keep-alive connection with its own run, posting
+/// `body` for `window`: one client thread multiplexing every connection
+/// (as load generators such as `wrk` do), so the client takes as little
+/// of the machine as it can.
+fn clients(addr: SocketAddr, body: &[u8], n: usize, window: Duration) -> Result<Load> {
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    client.block_on(async {
+        let mut connections = Vec::with_capacity(n);
+        for _ in 0..n {
+            connections.push(Http::connect(addr).await?);
+        }
+        // Every connection and run is made before the clock starts.
+        let started = Instant::now();
+        let tasks: Vec<_> = connections
+            .into_iter()
+            .map(|http| tokio::spawn(client_loop(http, body.to_vec(), window)))
+            .collect();
+        let mut per_connection = Vec::with_capacity(n);
+        for task in tasks {
+            per_connection.push(task.await??);
+        }
+        Ok(Load::of(per_connection, started.elapsed()))
+    })
+}
+
+async fn client_loop(mut http: Http, body: Vec<u8>, window: Duration) -> Result<Vec<Duration>> {
+    let (status, created) = http.request("POST", "/runs", b"").await?;
+    ensure!(status == 201, "POST /runs answered {status}: {created}");
+    let created: serde_json::Value = serde_json::from_str(&created)?;
+    let run = created["run_id"].as_str().context("no run_id")?.to_owned();
+    let events = format!("/runs/{run}/events");
+    let started = Instant::now();
+    let mut latencies = Vec::with_capacity(1 << 18);
+    while started.elapsed() < window {
+        let t = Instant::now();
+        let (status, answer) = http.request("POST", &events, &body).await?;
+        latencies.push(t.elapsed());
+        ensure!(
+            status == 200 && answer.starts_with(r#"{"flow":"continue""#),
+            "an event was answered {status}: {answer}"
+        );
+    }
+    let (status, _) = http.request("DELETE", &format!("/runs/{run}"), b"").await?;
+    ensure!(status == 204, "DELETE answered {status}");
+    Ok(latencies)
+}
+
+/// A minimal HTTP/1.1 keep-alive client: it writes a request and reads the
+/// answer by its Content-Length, and nothing more, so the figures are the
+/// server's.
+struct Http {
+    reader: BufReader<OwnedReadHalf>,
+    writer: OwnedWriteHalf,
+    request: Vec<u8>,
+    line: String,
+}
+
+impl Http {
+    async fn connect(addr: SocketAddr) -> Result<Http> {
+        let stream = TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        let (read, write) = stream.into_split();
+        Ok(Http {
+            reader: BufReader::with_capacity(64 << 10, read),
+            writer: write,
+            request: Vec::with_capacity(4096),
+            line: String::new(),
+        })
+    }
+
+    async fn request(&mut self, method: &str, path: &str, body: &[u8]) -> Result<(u16, String)> {
+        self.request.clear();
+        std::io::Write::write_fmt(
+            &mut self.request,
+            format_args!(
+                "{method} {path} HTTP/1.1\r\nhost: bench\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            ),
+        )?;
+        self.request.extend_from_slice(body);
+        self.writer.write_all(&self.request).await?;
+
+        self.line.clear();
+        self.reader.read_line(&mut self.line).await?;
+        let status: u16 = self
+            .line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .with_context(|| format!("not an HTTP status line: {:?}", self.line))?;
+        let mut length = 0usize;
+        loop {
+            self.line.clear();
+            ensure!(
+                self.reader.read_line(&mut self.line).await? > 0,
+                "the server closed the connection"
+            );
+            let header = self.line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = value.trim().parse()?;
+            }
+        }
+        let mut answer = vec![0; length];
+        self.reader.read_exact(&mut answer).await?;
+        Ok((status, String::from_utf8(answer)?))
+    }
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1} µs", d.as_secs_f64() * 1e6)
+}
+
+fn report(cores: usize, baselines: &[Load], served: &[(usize, Load)]) -> String {
+    // Core time per event: the cores kept busy, divided among the events
+    // (for serve, the client's share included).
+    let core_us = |load: &Load| cores as f64 * 1e6 / load.per_second();
+    let row = |how: String, load: &Load, adds: String| {
+        format!(
+            "| {how} | {:.0} | {} | {} | {} | {:.1} µs | {adds} |\n",
+            load.per_second(),
+            us(load.percentile(0.5)),
+            us(load.percentile(0.99)),
+            us(load.percentile(0.999)),
+            core_us(load),
+        )
+    };
+    let mut out = format!(
+        "## `hookbox serve` under keep-alive load (8 plugins, 1 KiB tool calls, all continue; {cores} cores, client on the same machine)\n\n\
+         | how | events/s | p50 | p99 | p99.9 | core time per event | serve adds |\n|---|---|---|---|---|---|---|\n"
+    );
+    for (baseline, (n, load)) in baselines.iter().zip(served) {
+        out += &row(
+            format!("in-process dispatch, {n} runs on {cores} threads"),
+            baseline,
+            "—".into(),
+        );
+        out += &row(
+            format!("serve, {n} connections (a run each)"),
+            load,
+            format!(
+                "{:.1} µs ({:.2}×)",
+                core_us(load) - core_us(baseline),
+                core_us(load) / core_us(baseline)
+            ),
+        );
+    }
+    out
+}
+
+fn criterion_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("criterion")
+}
