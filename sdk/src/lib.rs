@@ -45,6 +45,7 @@ pub use bindings::hookbox::hook::types::{
     ToolOutcome, ToolResult, Usage,
 };
 
+pub mod alloc;
 mod glob;
 pub mod json;
 pub mod text;
@@ -79,7 +80,29 @@ macro_rules! hook {
         }
 
         $crate::bindings::__export_hook!(__HookboxExport with_types_in $crate::bindings);
+        $crate::__global_allocator!();
     };
+}
+
+/// With the `initial-heap` feature: [`alloc::InitialHeap`] as the guest's
+/// global allocator.
+#[cfg(feature = "initial-heap")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __global_allocator {
+    () => {
+        #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+        #[global_allocator]
+        static __HOOKBOX_ALLOCATOR: $crate::alloc::InitialHeap = $crate::alloc::InitialHeap::new();
+    };
+}
+
+/// Without the `initial-heap` feature: the standard allocator.
+#[cfg(not(feature = "initial-heap"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __global_allocator {
+    () => {};
 }
 
 // `EventKind::ALL`, `EventKind::name`, `StepEvent::kind`, `Flow::name`,

@@ -10,6 +10,7 @@ mod conformance;
 mod directory;
 mod examples;
 mod fail_closed;
+mod guest_memory;
 mod isolation;
 mod loading;
 mod matchers;
