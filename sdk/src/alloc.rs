@@ -14,8 +14,12 @@
 //!
 //! [`hook!`](crate::hook) installs it as the global allocator with the
 //! `initial-heap` feature (on by default); turn the feature off to keep the
-//! standard one, or to install your own. Guests are single-threaded: in a
-//! build with wasm threads (`+atomics`) it is not installed.
+//! standard one, or to install your own. Only for `wasm32-unknown-unknown`:
+//! on the WASI targets the standard allocator is wasi-libc's `malloc`, which
+//! wasi-libc itself uses and which manages the memory past `__heap_base`
+//! too, so a second allocator there would share the tail with it. Guests are
+//! single-threaded: in a build with wasm threads (`+atomics`) it is not
+//! installed.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::{Cell, UnsafeCell};

@@ -91,7 +91,11 @@ macro_rules! hook {
 #[macro_export]
 macro_rules! __global_allocator {
     () => {
-        #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+        #[cfg(all(
+            target_arch = "wasm32",
+            target_os = "unknown",
+            not(target_feature = "atomics")
+        ))]
         #[global_allocator]
         static __HOOKBOX_ALLOCATOR: $crate::alloc::InitialHeap = $crate::alloc::InitialHeap::new();
     };
