@@ -257,17 +257,7 @@ fn report(guards: &[Guard]) -> String {
         Some(base) if base > 0.0 => format!(" ({:.0}×)", value / base),
         _ => String::new(),
     };
-    let mut out = String::from("| | ");
-    out.push_str(
-        &guards
-            .iter()
-            .map(|g| g.language)
-            .collect::<Vec<_>>()
-            .join(" | "),
-    );
-    out.push_str(" |\n|---|");
-    out.push_str(&"---|".repeat(guards.len()));
-    out.push('\n');
+    let mut out = header(guards);
     let mut row = |label: &str, cell: &dyn Fn(&Guard) -> String| {
         out.push_str(&format!("| {label} |"));
         for guard in guards {
@@ -305,20 +295,21 @@ fn report(guards: &[Guard]) -> String {
     out
 }
 
+/// A table's first two lines: a column per guard.
+fn header(guards: &[Guard]) -> String {
+    let names: Vec<&str> = guards.iter().map(|g| g.language).collect();
+    format!(
+        "| | {} |\n|---|{}\n",
+        names.join(" | "),
+        "---|".repeat(guards.len())
+    )
+}
+
 fn crossing_report(guards: &[Guard]) -> String {
     let mut out = String::from(
-        "\nThe crossing alone (bench/js/crossing.js), warm run, ratio to the Rust toolguard's tool call:\n\n| | ",
+        "\nThe crossing alone (bench/js/crossing.js), warm run, ratio to the Rust toolguard's tool call:\n\n",
     );
-    out.push_str(
-        &guards
-            .iter()
-            .map(|g| g.language)
-            .collect::<Vec<_>>()
-            .join(" | "),
-    );
-    out.push_str(" |\n|---|");
-    out.push_str(&"---|".repeat(guards.len()));
-    out.push('\n');
+    out.push_str(&header(guards));
     let rust = median("tool-call", "rust");
     for (bench, label) in CROSSINGS {
         out.push_str(&format!("| {label} |"));
