@@ -5,16 +5,24 @@
 //! artifacts hookbox wrote itself are loaded:
 //! - each entry carries an HMAC-SHA256 tag under a random per-cache key
 //!   (`key`, mode 0600) over its name and bytes; a tag that does not verify
-//!   is a miss, never a load;
+//!   is a miss, never a load (the check is against the user's own cache:
+//!   whoever can write there as that user can also read the key);
 //! - the cache directory must belong to the current user and not be writable
 //!   by anyone else; otherwise the cache is off (with a warning);
-//! - entries are written to a temporary file and renamed into place, so an
-//!   entry's file never changes once it has a name: a load maps it, checks
-//!   the tag over the mapping, and has wasmtime map the same file (through
-//!   its open descriptor, so a rename cannot swap it) rather than copying
-//!   it twice into memory;
-//! - a damaged or incompatible entry is recompiled and replaced, never a
-//!   crash. Plugin directories are never searched for precompiled files.
+//! - entries are written to a temporary file of their own (a new name per
+//!   write, created exclusively) and renamed into place, so hookbox never
+//!   writes to a file that has an entry's name: a load maps it, checks the
+//!   tag over the mapping, and has wasmtime map the same file (through its
+//!   open descriptor, so a rename cannot swap it) rather than copying it
+//!   twice into memory. Where a file cannot be mapped it is read instead;
+//! - a damaged or incompatible entry is recompiled and replaced. Plugin
+//!   directories are never searched for precompiled files.
+//!
+//! Because entries are mapped, code and memory images are read from the
+//! file while plugins run: a cache on storage that fails or is truncated
+//! under a running hookbox (by another tool) ends that process with
+//! `SIGBUS`, as for any mapped executable. Point `HOOKBOX_CACHE_DIR` at
+//! local storage.
 //!
 //! The ownership and permission checks need Unix file permissions: on other
 //! systems the cache stays off (every load compiles).
@@ -139,12 +147,28 @@ impl CompileCache {
             .map_err(|e| e.to_string())
             .and_then(|artifact| {
                 let tag = hmac(&self.key, name.as_bytes(), &artifact);
-                let temp = self.dir.join(format!(".{name}.{}.tmp", std::process::id()));
-                let mut file = os::create_private(&temp).map_err(|e| e.to_string())?;
+                // A name no other write uses, in this process or another:
+                // the file renamed into place is only ever written here.
+                static WRITES: AtomicU64 = AtomicU64::new(0);
+                let temp = self.dir.join(format!(
+                    ".{name}.{}.{}.tmp",
+                    std::process::id(),
+                    WRITES.fetch_add(1, Ordering::Relaxed)
+                ));
+                let mut file = os::create_new_private(&temp).map_err(|e| e.to_string())?;
                 file.write_all(&artifact)
                     .and_then(|()| file.write_all(&tag))
                     .map_err(|e| e.to_string())?;
-                std::fs::rename(&temp, self.dir.join(&name)).map_err(|e| e.to_string())
+                let renamed = std::fs::rename(&temp, self.dir.join(&name));
+                if renamed.is_err() {
+                    let _ = std::fs::remove_file(&temp);
+                }
+                // The entry of the format before `.v2`, if any: replaced.
+                let _ = std::fs::remove_file(
+                    self.dir
+                        .join(format!("{sha256}-{}.cwasm", self.fingerprint)),
+                );
+                renamed.map_err(|e| e.to_string())
             });
         if let Err(e) = result {
             tracing::warn!(cache = %self.dir.display(), "cannot write a compile cache entry: {e}");
@@ -277,6 +301,15 @@ mod os {
             .mode(0o600)
             .open(path)
     }
+
+    /// A new file only its owner can read; an error if `path` exists.
+    pub fn create_new_private(path: &Path) -> std::io::Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)
+    }
 }
 
 #[cfg(not(unix))]
@@ -312,6 +345,10 @@ mod os {
             "{}: no private files here",
             path.display()
         )))
+    }
+
+    pub fn create_new_private(path: &Path) -> std::io::Result<std::fs::File> {
+        create_private(path)
     }
 }
 
