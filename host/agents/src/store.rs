@@ -203,11 +203,11 @@ impl SessionLock {
             path: self.path.clone(),
             reason,
         };
-        if self.read.as_deref() == Some(text.as_slice()) {
-            return self
-                .file
-                .set_modified(SystemTime::now())
-                .map_err(|e| error(e.to_string()));
+        // Where the mark cannot be set, the state is written as before.
+        if self.read.as_deref() == Some(text.as_slice())
+            && self.file.set_modified(SystemTime::now()).is_ok()
+        {
+            return Ok(());
         }
         // Until the write is through, the file holds neither.
         self.read = None;
@@ -408,7 +408,7 @@ mod tests {
     fn a_call_that_leaves_the_state_as_it_was_keeps_the_session_alive_without_rewriting_it() {
         let store = SessionStore::open(&scratch("unchanged"))
             .unwrap()
-            .with_limits(Duration::from_millis(400), 1 << 20);
+            .with_limits(Duration::from_secs(2), 1 << 20);
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
         lock.load();
         lock.save(&state("1")).unwrap();
@@ -423,7 +423,7 @@ mod tests {
         // Each call is younger than the limit apart, all of them together
         // older: the session lives on the marks alone.
         for _ in 0..4 {
-            std::thread::sleep(Duration::from_millis(150));
+            std::thread::sleep(Duration::from_millis(700));
             let before = std::fs::metadata(&file).unwrap().modified().unwrap();
             let mut lock = store.lock("claude-code", &session("s")).unwrap();
             let saved = lock.load();
