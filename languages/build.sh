@@ -210,7 +210,7 @@ languages=("$@")
 [[ ${#languages[@]} -gt 0 ]] || languages=(javascript python c go)
 for language in "${languages[@]}"; do
     case "$language" in
-        rust) python_tools; build rust "languages/rust/Cargo.toml languages/rust/src/lib.rs sdk/Cargo.toml sdk/src/lib.rs sdk/src/glob.rs Cargo.toml Cargo.lock" ;;
+        rust) python_tools; build rust "languages/rust/Cargo.toml languages/rust/src/lib.rs sdk/Cargo.toml $(cd "$root" && echo sdk/src/*.rs) Cargo.toml Cargo.lock" ;;
         javascript) build javascript "languages/javascript/toolguard.js languages/javascript/package.json languages/javascript/package-lock.json" ;;
         javascript-aot) build javascript-aot "languages/javascript/toolguard.js languages/javascript/package.json languages/javascript/package-lock.json bench/js/crossing.js" ;;
         python) python_tools; build python "languages/python/app.py" ;;

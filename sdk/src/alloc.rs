@@ -21,6 +21,11 @@
 //! single-threaded: in a build with wasm threads (`+atomics`) it is not
 //! installed.
 
+#[cfg(all(
+    target_arch = "wasm32",
+    target_os = "unknown",
+    not(target_feature = "atomics")
+))]
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::{Cell, UnsafeCell};
 
@@ -32,10 +37,27 @@ const GRANULARITY: usize = 4096;
 const WASM_PAGE: usize = 64 << 10;
 
 /// dlmalloc on the initial memory's free tail, then on grown pages.
+#[cfg_attr(
+    not(all(
+        target_arch = "wasm32",
+        target_os = "unknown",
+        not(target_feature = "atomics")
+    )),
+    allow(
+        dead_code,
+        reason = "only wasm32-unknown-unknown guests allocate with it"
+    )
+)]
 pub struct InitialHeap(UnsafeCell<dlmalloc::Dlmalloc<Memory>>);
 
-// SAFETY: installed only in single-threaded guests (no `+atomics`), where
-// no two calls can run at once.
+// SAFETY: only where guests are single-threaded (wasm32 with no
+// `+atomics`): no two calls can run at once. Elsewhere the type is not
+// `Sync` and cannot be a global allocator.
+#[cfg(all(
+    target_arch = "wasm32",
+    target_os = "unknown",
+    not(target_feature = "atomics")
+))]
 unsafe impl Sync for InitialHeap {}
 
 impl InitialHeap {
@@ -58,9 +80,14 @@ impl Default for InitialHeap {
     }
 }
 
-// SAFETY: each call has the only access to the dlmalloc state (single
-// thread, no reentry: dlmalloc does not allocate), and forwards the
-// layout's size and alignment as dlmalloc's contract asks.
+// SAFETY: each call has the only access to the dlmalloc state (a single
+// thread, as the `Sync` above; no reentry: dlmalloc does not allocate), and
+// forwards the layout's size and alignment as dlmalloc's contract asks.
+#[cfg(all(
+    target_arch = "wasm32",
+    target_os = "unknown",
+    not(target_feature = "atomics")
+))]
 unsafe impl GlobalAlloc for InitialHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         unsafe { (*self.0.get()).malloc(layout.size(), layout.align()) }
@@ -145,8 +172,9 @@ fn bounds() -> Option<(usize, usize)> {
         // Where the linker placed the end of the stack and data.
         static __heap_base: u8;
     }
-    let start = (&raw const __heap_base) as usize;
-    let end = core::arch::wasm32::memory_size(0) * WASM_PAGE;
+    // wasm-ld aligns it to 16 already; dlmalloc needs 8.
+    let start = ((&raw const __heap_base) as usize).checked_next_multiple_of(16)?;
+    let end = core::arch::wasm32::memory_size(0).checked_mul(WASM_PAGE)?;
     Some((start, end))
 }
 
@@ -159,10 +187,13 @@ fn bounds() -> Option<(usize, usize)> {
 fn grow(size: usize) -> (*mut u8, usize, u32) {
     let pages = size.div_ceil(WASM_PAGE);
     let previous = core::arch::wasm32::memory_grow(0, pages);
-    if previous == usize::MAX {
-        return (core::ptr::null_mut(), 0, 0);
+    match (
+        previous.checked_mul(WASM_PAGE),
+        pages.checked_mul(WASM_PAGE),
+    ) {
+        (Some(base), Some(len)) if previous != usize::MAX => (base as *mut u8, len, 0),
+        _ => (core::ptr::null_mut(), 0, 0),
     }
-    ((previous * WASM_PAGE) as *mut u8, pages * WASM_PAGE, 0)
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -45,6 +45,7 @@ pub use bindings::hookbox::hook::types::{
     ToolOutcome, ToolResult, Usage,
 };
 
+#[cfg(feature = "initial-heap")]
 pub mod alloc;
 mod glob;
 pub mod json;
