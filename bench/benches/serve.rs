@@ -13,8 +13,8 @@
 //! as cores, each with its own run, dispatching the same event in a loop.
 //! The report (printed, and written to `target/criterion/serve-report.md`)
 //! gives events/s and latency percentiles for each, and what serve adds
-//! per event: the cores' time per served event less the cores' time per
-//! dispatched one.
+//! per event: the process's CPU time per served event (server and client)
+//! less its CPU time per dispatched one.
 //!
 //! `-- --seconds S` sets each measurement's length (default 5), and
 //! `-- --connections 8,32,64` the connection counts tried.
@@ -36,6 +36,9 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 struct Load {
     events: usize,
     elapsed: Duration,
+    /// CPU time the whole process used meanwhile (server, client, and
+    /// every thread), in seconds.
+    cpu: f64,
     /// Every event's latency, sorted.
     latencies: Vec<Duration>,
 }
@@ -53,15 +56,41 @@ impl Load {
             .unwrap_or_default()
     }
 
-    fn of(per_thread: Vec<Vec<Duration>>, elapsed: Duration) -> Load {
+    fn of(per_thread: Vec<Vec<Duration>>, elapsed: Duration, cpu: f64) -> Load {
         let mut latencies: Vec<Duration> = per_thread.into_iter().flatten().collect();
         latencies.sort_unstable();
         Load {
             events: latencies.len(),
             elapsed,
+            cpu,
             latencies,
         }
     }
+
+    /// The process's CPU time per event, in µs.
+    fn cpu_us(&self) -> f64 {
+        self.cpu * 1e6 / self.events.max(1) as f64
+    }
+}
+
+/// The CPU time (user and system) this process has used, in seconds, from
+/// `/proc/self/stat` (0 where there is none).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name, which is in parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 (11 and 12 after the name).
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 fn main() -> Result<()> {
@@ -160,12 +189,13 @@ fn in_process(
     (threads, runs): (usize, usize),
     window: Duration,
 ) -> Load {
-    let started = Instant::now();
+    let threads = threads.min(runs).max(1);
+    let (started, cpu) = (Instant::now(), cpu_seconds());
     let per_thread = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
-                    let share = (runs / threads + usize::from(t < runs % threads)).max(1);
+                    let share = runs / threads + usize::from(t < runs % threads);
                     let mut mine: Vec<_> = (0..share)
                         .map(|i| stack.start_run(format!("in-process-{t}-{i}")))
                         .collect();
@@ -191,7 +221,7 @@ fn in_process(
             .map(|w| w.join().expect("a dispatch thread panicked"))
             .collect()
     });
-    Load::of(per_thread, started.elapsed())
+    Load::of(per_thread, started.elapsed(), cpu_seconds() - cpu)
 }
 
 /// `n` clients, each a keep-alive connection with its own run, posting
@@ -203,29 +233,46 @@ fn clients(addr: SocketAddr, body: &[u8], n: usize, window: Duration) -> Result<
         .enable_all()
         .build()?;
     client.block_on(async {
+        // Every connection and run is made before the clock starts, and
+        // ended after it stops.
         let mut connections = Vec::with_capacity(n);
         for _ in 0..n {
-            connections.push(Http::connect(addr).await?);
+            let mut http = Http::connect(addr).await?;
+            let (status, created) = http.request("POST", "/runs", b"").await?;
+            ensure!(status == 201, "POST /runs answered {status}: {created}");
+            let created: serde_json::Value = serde_json::from_str(&created)?;
+            let run = created["run_id"].as_str().context("no run_id")?.to_owned();
+            connections.push((http, run));
         }
-        // Every connection and run is made before the clock starts.
-        let started = Instant::now();
+        let (started, cpu) = (Instant::now(), cpu_seconds());
         let tasks: Vec<_> = connections
             .into_iter()
-            .map(|http| tokio::spawn(client_loop(http, body.to_vec(), window)))
+            .map(|(http, run)| tokio::spawn(client_loop(http, run, body.to_vec(), window)))
             .collect();
         let mut per_connection = Vec::with_capacity(n);
+        let mut done = Vec::with_capacity(n);
         for task in tasks {
-            per_connection.push(task.await??);
+            let (http, run, latencies) = task.await??;
+            per_connection.push(latencies);
+            done.push((http, run));
         }
-        Ok(Load::of(per_connection, started.elapsed()))
+        let load = Load::of(per_connection, started.elapsed(), cpu_seconds() - cpu);
+        for (mut http, run) in done {
+            let (status, _) = http.request("DELETE", &format!("/runs/{run}"), b"").await?;
+            ensure!(status == 204, "DELETE answered {status}");
+        }
+        Ok(load)
     })
 }
 
-async fn client_loop(mut http: Http, body: Vec<u8>, window: Duration) -> Result<Vec<Duration>> {
-    let (status, created) = http.request("POST", "/runs", b"").await?;
-    ensure!(status == 201, "POST /runs answered {status}: {created}");
-    let created: serde_json::Value = serde_json::from_str(&created)?;
-    let run = created["run_id"].as_str().context("no run_id")?.to_owned();
+/// One connection's closed loop: the next event as soon as the last answer
+/// is in, for `window`.
+async fn client_loop(
+    mut http: Http,
+    run: String,
+    body: Vec<u8>,
+    window: Duration,
+) -> Result<(Http, String, Vec<Duration>)> {
     let events = format!("/runs/{run}/events");
     let started = Instant::now();
     let mut latencies = Vec::with_capacity(1 << 18);
@@ -238,9 +285,7 @@ async fn client_loop(mut http: Http, body: Vec<u8>, window: Duration) -> Result<
             "an event was answered {status}: {answer}"
         );
     }
-    let (status, _) = http.request("DELETE", &format!("/runs/{run}"), b"").await?;
-    ensure!(status == 204, "DELETE answered {status}");
-    Ok(latencies)
+    Ok((http, run, latencies))
 }
 
 /// A minimal HTTP/1.1 keep-alive client: it writes a request and reads the
@@ -314,9 +359,6 @@ fn us(d: Duration) -> String {
 }
 
 fn report(cores: usize, baselines: &[Load], served: &[(usize, Load)]) -> String {
-    // Core time per event: the cores kept busy, divided among the events
-    // (for serve, the client's share included).
-    let core_us = |load: &Load| cores as f64 * 1e6 / load.per_second();
     let row = |how: String, load: &Load, adds: String| {
         format!(
             "| {how} | {:.0} | {} | {} | {} | {:.1} µs | {adds} |\n",
@@ -324,16 +366,17 @@ fn report(cores: usize, baselines: &[Load], served: &[(usize, Load)]) -> String 
             us(load.percentile(0.5)),
             us(load.percentile(0.99)),
             us(load.percentile(0.999)),
-            core_us(load),
+            load.cpu_us(),
         )
     };
     let mut out = format!(
         "## `hookbox serve` under keep-alive load (8 plugins, 1 KiB tool calls, all continue; {cores} cores, client on the same machine)\n\n\
-         | how | events/s | p50 | p99 | p99.9 | core time per event | serve adds |\n|---|---|---|---|---|---|---|\n"
+         CPU per event: the process's CPU time (every thread: for serve the server's and the client's) over the events.\n\n\
+         | how | events/s | p50 | p99 | p99.9 | CPU per event | serve adds |\n|---|---|---|---|---|---|---|\n"
     );
     for (baseline, (n, load)) in baselines.iter().zip(served) {
         out += &row(
-            format!("in-process dispatch, {n} runs on {cores} threads"),
+            format!("in-process dispatch, {n} runs on {} threads", cores.min(*n)),
             baseline,
             "—".into(),
         );
@@ -342,8 +385,8 @@ fn report(cores: usize, baselines: &[Load], served: &[(usize, Load)]) -> String 
             load,
             format!(
                 "{:.1} µs ({:.2}×)",
-                core_us(load) - core_us(baseline),
-                core_us(load) / core_us(baseline)
+                load.cpu_us() - baseline.cpu_us(),
+                load.cpu_us() / baseline.cpu_us()
             ),
         );
     }
