@@ -111,18 +111,29 @@ impl CompileCache {
             self.misses.fetch_add(1, Ordering::Relaxed);
             return None;
         };
-        let component = os::Mapped::of(&file).ok().and_then(|mapped| {
-            let bytes = mapped.bytes();
+        let verify = |bytes: &[u8]| {
             let (artifact, tag) = bytes.split_at(bytes.len().checked_sub(TAG)?);
             let verified = !artifact.is_empty()
                 && constant_time_eq(tag, &hmac(&self.key, name.as_bytes(), artifact));
-            // SAFETY: the artifact verified under our key, so hookbox itself
-            // serialized it with an engine of this fingerprint; wasmtime still
-            // checks compatibility and refuses a mismatched artifact. The
-            // file is the one verified (its descriptor, not its name), and
-            // hookbox never writes to a named entry.
-            verified.then(|| unsafe { deserialize(engine, &file, artifact) })
-        });
+            verified.then_some(artifact.len())
+        };
+        let component = match os::Mapped::of(&file) {
+            Ok(mapped) => verify(mapped.bytes()).map(|len| {
+                // SAFETY: the artifact verified under our key, so hookbox
+                // itself serialized it with an engine of this fingerprint;
+                // wasmtime still checks compatibility and refuses a
+                // mismatched artifact. The file is the one verified (its
+                // descriptor, not its name), and hookbox never writes to a
+                // named entry.
+                unsafe { deserialize(engine, &file, &mapped.bytes()[..len]) }
+            }),
+            // Storage that cannot be mapped: the entry is read instead.
+            Err(_) => std::fs::read(&path).ok().and_then(|bytes| {
+                let len = verify(&bytes)?;
+                // SAFETY: as above; these bytes are a verified copy.
+                Some(unsafe { Component::deserialize(engine, &bytes[..len]) })
+            }),
+        };
         match component {
             Some(Ok(component)) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
