@@ -174,14 +174,15 @@ impl SessionLock {
     /// The state saved by the session's last call; empty for a new session,
     /// an ended one, or a file that does not parse.
     pub fn load(&mut self) -> Scratchpads {
-        let mut text = String::new();
+        let mut bytes = Vec::new();
         let read = self
             .file
             .seek(SeekFrom::Start(0))
-            .and_then(|_| (&self.file).take(self.max_bytes).read_to_string(&mut text));
-        self.read = read.is_ok().then(|| text.clone().into_bytes());
-        match read {
-            Ok(_) if !text.is_empty() => serde_json::from_str(&text).unwrap_or_else(|e| {
+            .and_then(|_| (&self.file).take(self.max_bytes).read_to_end(&mut bytes));
+        // Kept as read (text only), for `save` to compare with.
+        self.read = (read.is_ok() && std::str::from_utf8(&bytes).is_ok()).then_some(bytes);
+        match self.read.as_deref() {
+            Some(text) if !text.is_empty() => serde_json::from_slice(text).unwrap_or_else(|e| {
                 tracing::warn!(path = %self.path.display(), "session state unreadable, starting afresh: {e}");
                 Scratchpads::new()
             }),
