@@ -16,6 +16,12 @@
 //! per event: the process's CPU time per served event (server and client)
 //! less its CPU time per dispatched one.
 //!
+//! Two floors say where serve's share goes, through the same server and
+//! client: the same events to a run of an empty stack (HTTP, parsing, the
+//! hand-off to the blocking pool and back, the answer), and to a run that
+//! does not exist (HTTP and parsing, answered 404 on the worker: no
+//! hand-off, no stack).
+//!
 //! `-- --seconds S` sets each measurement's length (default 5), and
 //! `-- --connections 8,32,64` the connection counts tried.
 
@@ -123,21 +129,29 @@ fn main() -> Result<()> {
         max_connections: most + 1,
         ..ServeConfig::default()
     };
-    let stack: HookStack = wasm_stack(&plugin, 8);
-    let server = tokio.block_on(Server::start(
-        StackSource::fixed(stack),
-        "127.0.0.1:0".parse()?,
-        config,
-    ))?;
-    let addr = server.addr;
+    let loopback: SocketAddr = "127.0.0.1:0".parse()?;
+    let serve = |stack: HookStack| {
+        tokio.block_on(Server::start(
+            StackSource::fixed(stack),
+            loopback,
+            config.clone(),
+        ))
+    };
+    let server = serve(wasm_stack(&plugin, 8))?;
+    let empty = serve(HookStack::new())?;
 
     let mut served = Vec::new();
     for &n in &connections {
-        eprintln!("serve: {n} keep-alive connections, {seconds} s");
-        clients(addr, &body, n, Duration::from_millis(500))?; // warm-up
-        served.push((n, clients(addr, &body, n, window)?));
+        eprintln!("serve: {n} keep-alive connections, {seconds} s, and its floors");
+        clients(server.addr, &body, n, Duration::from_millis(500), To::Run)?; // warm-up
+        served.push(Served {
+            n,
+            stack: clients(server.addr, &body, n, window, To::Run)?,
+            empty: clients(empty.addr, &body, n, window, To::Run)?,
+            unknown: clients(server.addr, &body, n, window, To::UnknownRun)?,
+        });
     }
-    drop(server);
+    drop((server, empty));
 
     let report = report(cores, &baselines, &served);
     println!("\n{report}");
@@ -224,11 +238,28 @@ fn in_process(
     Load::of(per_thread, started.elapsed(), cpu_seconds() - cpu)
 }
 
+/// Where a client posts its events.
+#[derive(Clone, Copy)]
+enum To {
+    /// Its own run: every answer must be `continue`.
+    Run,
+    /// A run id nobody made: every answer must be a 404.
+    UnknownRun,
+}
+
+/// One connection count's measurements: the 8-plugin stack and the floors.
+struct Served {
+    n: usize,
+    stack: Load,
+    empty: Load,
+    unknown: Load,
+}
+
 /// `n` clients, each a keep-alive connection with its own run, posting
 /// `body` for `window`: one client thread multiplexing every connection
 /// (as load generators such as `wrk` do), so the client takes as little
 /// of the machine as it can.
-fn clients(addr: SocketAddr, body: &[u8], n: usize, window: Duration) -> Result<Load> {
+fn clients(addr: SocketAddr, body: &[u8], n: usize, window: Duration, to: To) -> Result<Load> {
     let client = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -247,7 +278,7 @@ fn clients(addr: SocketAddr, body: &[u8], n: usize, window: Duration) -> Result<
         let (started, cpu) = (Instant::now(), cpu_seconds());
         let tasks: Vec<_> = connections
             .into_iter()
-            .map(|(http, run)| tokio::spawn(client_loop(http, run, body.to_vec(), window)))
+            .map(|(http, run)| tokio::spawn(client_loop(http, run, body.to_vec(), window, to)))
             .collect();
         let mut per_connection = Vec::with_capacity(n);
         let mut done = Vec::with_capacity(n);
@@ -272,18 +303,23 @@ async fn client_loop(
     run: String,
     body: Vec<u8>,
     window: Duration,
+    to: To,
 ) -> Result<(Http, String, Vec<Duration>)> {
-    let events = format!("/runs/{run}/events");
+    let events = match to {
+        To::Run => format!("/runs/{run}/events"),
+        To::UnknownRun => "/runs/run-nobody-made-this-one/events".to_owned(),
+    };
     let started = Instant::now();
     let mut latencies = Vec::with_capacity(1 << 18);
     while started.elapsed() < window {
         let t = Instant::now();
         let (status, answer) = http.request("POST", &events, &body).await?;
         latencies.push(t.elapsed());
-        ensure!(
-            status == 200 && answer.starts_with(r#"{"flow":"continue""#),
-            "an event was answered {status}: {answer}"
-        );
+        let expected = match to {
+            To::Run => status == 200 && answer.starts_with(r#"{"flow":"continue""#),
+            To::UnknownRun => status == 404,
+        };
+        ensure!(expected, "an event was answered {status}: {answer}");
     }
     Ok((http, run, latencies))
 }
@@ -358,7 +394,7 @@ fn us(d: Duration) -> String {
     format!("{:.1} µs", d.as_secs_f64() * 1e6)
 }
 
-fn report(cores: usize, baselines: &[Load], served: &[(usize, Load)]) -> String {
+fn report(cores: usize, baselines: &[Load], served: &[Served]) -> String {
     let row = |how: String, load: &Load, adds: String| {
         format!(
             "| {how} | {:.0} | {} | {} | {} | {:.1} µs | {adds} |\n",
@@ -371,23 +407,39 @@ fn report(cores: usize, baselines: &[Load], served: &[(usize, Load)]) -> String 
     };
     let mut out = format!(
         "## `hookbox serve` under keep-alive load (8 plugins, 1 KiB tool calls, all continue; {cores} cores, client on the same machine)\n\n\
-         CPU per event: the process's CPU time (every thread: for serve the server's and the client's) over the events.\n\n\
+         CPU per event: the process's CPU time (every thread: for serve the server's and the client's) over the events. \
+         The floors go through the same server and client: an empty stack's run (HTTP, parsing, the hand-off to the blocking pool), \
+         and a run that does not exist (HTTP and parsing only, a 404 from the worker).\n\n\
          | how | events/s | p50 | p99 | p99.9 | CPU per event | serve adds |\n|---|---|---|---|---|---|---|\n"
     );
-    for (baseline, (n, load)) in baselines.iter().zip(served) {
+    for (baseline, served) in baselines.iter().zip(served) {
+        let n = served.n;
+        let adds = |load: &Load| {
+            format!(
+                "{:.1} µs ({:.2}×)",
+                load.cpu_us() - baseline.cpu_us(),
+                load.cpu_us() / baseline.cpu_us()
+            )
+        };
         out += &row(
-            format!("in-process dispatch, {n} runs on {} threads", cores.min(*n)),
+            format!("in-process dispatch, {n} runs on {} threads", cores.min(n)),
             baseline,
             "—".into(),
         );
         out += &row(
             format!("serve, {n} connections (a run each)"),
-            load,
-            format!(
-                "{:.1} µs ({:.2}×)",
-                load.cpu_us() - baseline.cpu_us(),
-                load.cpu_us() / baseline.cpu_us()
-            ),
+            &served.stack,
+            adds(&served.stack),
+        );
+        out += &row(
+            format!("floor: serve, {n} connections, empty stack"),
+            &served.empty,
+            "—".into(),
+        );
+        out += &row(
+            format!("floor: serve, {n} connections, unknown run (404)"),
+            &served.unknown,
+            "—".into(),
         );
     }
     out

@@ -762,6 +762,75 @@ fn a_full_server_sheds_events_with_503_instead_of_queueing() {
 }
 
 #[test]
+fn a_guest_running_to_its_deadline_holds_up_no_other_connection() {
+    let f = Fixture::new("serve-no-head-of-line", ServeConfig::default());
+    let (slow, other) = (f.new_run(), f.new_run());
+    let addr = f.server.addr;
+    // Five events in a row that each run to the 100 ms deadline, on one
+    // connection after another.
+    let busy = std::thread::spawn(move || {
+        let event = tool_call("guard:loop").to_string();
+        (0..5)
+            .map(|_| request(addr, "POST", &format!("/runs/{slow}/events"), &event))
+            .collect::<Vec<_>>()
+    });
+    let mut answered = 0;
+    while !busy.is_finished() {
+        let (status, reply) = f.event(&other, &tool_call("guard:flow:continue"));
+        assert_eq!(
+            (status, &reply["flow"]),
+            (200, &json!("continue")),
+            "{reply}"
+        );
+        answered += 1;
+    }
+    for (status, body) in busy.join().unwrap() {
+        assert_eq!(status, 200);
+        assert!(body.contains("deadline"), "{body}");
+    }
+    // Half a second of deadlines: a client served behind them would get
+    // one answer per 100 ms at best.
+    assert!(
+        answered > 10,
+        "only {answered} events of another connection were answered meanwhile"
+    );
+}
+
+#[test]
+fn a_stopped_server_closes_its_kept_alive_connections() {
+    let (tokio, server) = serving(
+        StackSource::fixed(hookbox::HookStack::new()),
+        ServeConfig::default(),
+    );
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    write!(stream, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let mut answer = [0u8; 256];
+    let n = stream.read(&mut answer).unwrap();
+    assert!(
+        answer[..n].starts_with(b"HTTP/1.1 200"),
+        "{:?}",
+        String::from_utf8_lossy(&answer[..n])
+    );
+    // The connection is kept alive (its next request would be served)
+    // until the server stops, well before the 10 s header deadline.
+    let stopped = Instant::now();
+    drop(server);
+    let mut rest = Vec::new();
+    stream
+        .read_to_end(&mut rest)
+        .expect("the connection is closed, not left open");
+    assert!(
+        stopped.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        stopped.elapsed()
+    );
+    drop(tokio);
+}
+
+#[test]
 fn a_fixed_stack_with_a_native_hook_is_served_like_a_directory() {
     let mut stack = hookbox::HookStack::new();
     stack.push_hook(hookbox::hook_fn("no-shell", |_, event| match event {

@@ -50,20 +50,16 @@ where
             "hookbox: blocked: this hook did not show a token the server accepts (Authorization: Bearer TOKEN, one of HOOKBOX_SERVE_TOKENS)",
         ));
     };
-    let work_app = app.clone();
-    let work_bytes = bytes.clone();
-    let answered = tokio::task::spawn_blocking(move || {
-        let app = work_app;
-        handle::<P>(&work_bytes, &app.config.hooks, |session, event| {
+    let answered = crate::decide_here(|| {
+        handle::<P>(&bytes, &app.config.hooks, |session, event| {
             decide::<P>(&app, client, session, event)
         })
-    })
-    .await;
+    });
     match answered {
-        Ok(reply) => answer(&reply),
-        Err(e) => answer(&reject::<P>(
+        Some(reply) => answer(&reply),
+        None => answer(&reject::<P>(
             &bytes,
-            &format!("hookbox: blocked: deciding this hook failed ({e}); start a new session"),
+            "hookbox: blocked: deciding this hook failed (a panic in hookbox, which is a bug); start a new session",
         )),
     }
 }

@@ -32,6 +32,7 @@ mod hook;
 mod listen;
 mod metrics;
 mod runs;
+mod threads;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -145,6 +146,7 @@ pub struct Server {
     /// Where it listens (with the real port when asked for port 0).
     pub addr: SocketAddr,
     app: Arc<App>,
+    threads: threads::ConnectionThreads,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
@@ -200,14 +202,16 @@ impl Server {
                 app.expire_idle();
             }
         });
-        let limits = listen::ConnectionLimits {
-            max_connections: app.config.max_connections.max(1),
-            header_timeout: app.config.header_timeout,
-        };
-        let task = tokio::spawn(listen::serve(listener, router, limits));
+        let threads = threads::ConnectionThreads::new(router, app.config.header_timeout);
+        let task = tokio::spawn(listen::serve(
+            listener,
+            threads.clone(),
+            app.config.max_connections.max(1),
+        ));
         Ok(Server {
             addr,
             app,
+            threads,
             task: Some(task),
         })
     }
@@ -233,10 +237,13 @@ impl Server {
 }
 
 impl Drop for Server {
+    /// Stops accepting, and ends every connection once it has answered the
+    /// request it is in.
     fn drop(&mut self) {
         if let Some(task) = &self.task {
             task.abort();
         }
+        self.threads.close();
     }
 }
 
@@ -258,6 +265,14 @@ impl App {
             tracing::info!(expired, "idle runs ended");
         }
     }
+}
+
+/// Runs `decide` right here: handlers run on their connection's own thread
+/// ([`threads`]), where blocking holds up no other client. A panic is
+/// caught and is `None`, for the handler to answer as a failure rather than
+/// drop the connection (which an agent would read as "carry on").
+fn decide_here<T>(decide: impl FnOnce() -> T) -> Option<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decide)).ok()
 }
 
 fn error(status: StatusCode, message: impl Into<String>) -> Response {
@@ -352,14 +367,13 @@ async fn post_event(
     };
     let kind = event.kind();
     let started = Instant::now();
-    let decided = tokio::task::spawn_blocking(move || {
+    let decided = decide_here(|| {
         let _permit = permit;
         let mut run = live.run.lock().ok()?;
         Some(live.span.in_scope(|| run.step(&event)))
-    })
-    .await;
+    });
     let outcome = match decided {
-        Ok(Some(outcome)) => outcome,
+        Some(Some(outcome)) => outcome,
         _ => {
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,

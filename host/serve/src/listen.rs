@@ -1,38 +1,25 @@
-//! The accept loop: HTTP/1 connections with a deadline for a request's
-//! headers, at most `max_connections` at once; one more is answered 503 and
-//! closed at once, so a flood of slow or half-open connections sheds load
-//! instead of starving every client.
+//! The accept loop: HTTP/1 connections, each handed to a connection thread
+//! of its own ([`crate::threads`]), at most `max_connections` at once; one
+//! more is answered 503 and closed at once, so a flood of slow or half-open
+//! connections sheds load instead of starving every client.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use hyper_util::service::TowerToHyperService;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
-/// How connections are bounded.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct ConnectionLimits {
-    pub max_connections: usize,
-    pub header_timeout: Duration,
-}
+use crate::threads::ConnectionThreads;
 
-/// Serves `router` on `listener` until accepting fails for good.
+/// Accepts connections on `listener` for `threads` to serve, at most
+/// `max_connections` at once, until accepting fails for good.
 pub(crate) async fn serve(
     listener: TcpListener,
-    router: Router,
-    limits: ConnectionLimits,
+    threads: ConnectionThreads,
+    max_connections: usize,
 ) -> std::io::Result<()> {
-    let open = Arc::new(Semaphore::new(limits.max_connections));
-    let mut http = hyper::server::conn::http1::Builder::new();
-    // The timer is what makes the header deadline work (hyper ignores it
-    // without one); it also covers a kept-alive connection's next request.
-    http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .keep_alive(true);
+    let open = Arc::new(Semaphore::new(max_connections));
     loop {
         let stream = match listener.accept().await {
             Ok((stream, _)) => stream,
@@ -46,19 +33,22 @@ pub(crate) async fn serve(
             Err(e) => return Err(e),
         };
         let Ok(permit) = open.clone().try_acquire_owned() else {
-            tokio::spawn(shed(stream, limits.max_connections));
+            tokio::spawn(shed(stream, max_connections));
             continue;
         };
-        let connection = http.serve_connection(
-            TokioIo::new(stream),
-            TowerToHyperService::new(router.clone()),
-        );
-        tokio::spawn(async move {
-            let _permit = permit;
-            if let Err(e) = connection.await {
-                tracing::debug!("connection ended: {e}");
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!("a connection cannot be served: {e}");
+                continue;
             }
-        });
+        };
+        if let Err((stream, _)) = threads.serve((stream, permit))
+            && let Ok(stream) = TcpStream::from_std(stream)
+        {
+            // No thread to serve it on: as full as past the limit.
+            tokio::spawn(shed(stream, max_connections));
+        }
     }
 }
 

@@ -1,0 +1,199 @@
+//! Connection threads: each connection is served, start to end, on a
+//! thread of its own with a single-threaded tokio runtime, and its events
+//! are decided right there.
+//!
+//! An HTTP/1.1 connection has one request in flight at a time, so a
+//! decision that blocks its thread (a guest running to its deadline) holds
+//! up nobody but the client waiting for that answer: other connections
+//! are on other threads, and the accept loop on the server's own runtime.
+//! Handing each event from an async worker to a blocking pool and back
+//! cost two cross-thread wake-ups per event, a third of serve's CPU per
+//! event (BENCHMARKS.md, the floors of `hookbox serve`); here the only
+//! wake-up is the socket's.
+//!
+//! Threads outlive their connection: one that finds no connection to take
+//! for [`IDLE`] ends, and [`ConnectionThreads::close`] ends them all (a
+//! connection in the middle of a request answers it first).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{OwnedSemaphorePermit, watch};
+
+/// How long a thread with no connection waits for one before it ends.
+pub(crate) const IDLE: Duration = Duration::from_secs(10);
+
+/// One accepted connection and the slot it holds among the open ones.
+type Connection = (std::net::TcpStream, OwnedSemaphorePermit);
+
+/// The threads serving connections, and the connections waiting for one.
+#[derive(Clone)]
+pub(crate) struct ConnectionThreads {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    /// A connection is waiting, or the threads are to end.
+    wake: Condvar,
+    http: hyper::server::conn::http1::Builder,
+    router: Router,
+    /// Turns `true` when the server stops: connections finish the request
+    /// they are in and close.
+    closing: watch::Sender<bool>,
+}
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<Connection>,
+    /// Threads waiting for a connection.
+    idle: usize,
+    closed: bool,
+}
+
+impl ConnectionThreads {
+    /// Threads that serve `router`, with a deadline of `header_timeout` for
+    /// each request's headers.
+    pub fn new(router: Router, header_timeout: Duration) -> ConnectionThreads {
+        let mut http = hyper::server::conn::http1::Builder::new();
+        // The timer is what makes the header deadline work (hyper ignores it
+        // without one); it also covers a kept-alive connection's next request.
+        http.timer(TokioTimer::new())
+            .header_read_timeout(header_timeout)
+            .keep_alive(true);
+        ConnectionThreads {
+            shared: Arc::new(Shared {
+                queue: Mutex::default(),
+                wake: Condvar::new(),
+                http,
+                router,
+                closing: watch::Sender::new(false),
+            }),
+        }
+    }
+
+    /// Serves `stream` on an idle thread, or on a new one.
+    ///
+    /// # Errors
+    /// The connection back when no thread can be started for it (the
+    /// system's limit on threads).
+    pub fn serve(&self, connection: Connection) -> Result<(), Connection> {
+        let mut queue = self.shared.lock();
+        if queue.closed {
+            return Ok(()); // dropped: the server has stopped
+        }
+        queue.waiting.push_back(connection);
+        if queue.idle >= queue.waiting.len() {
+            drop(queue);
+            self.shared.wake.notify_one();
+            return Ok(());
+        }
+        drop(queue);
+        let shared = self.shared.clone();
+        let started = std::thread::Builder::new()
+            .name("hookbox-serve".into())
+            .spawn(move || shared.thread());
+        match started {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                tracing::warn!("starting a connection thread failed: {e}");
+                // Take one back (this one or another waiting: they are alike).
+                let mut queue = self.shared.lock();
+                queue.waiting.pop_back().map_or(Ok(()), Err)
+            }
+        }
+    }
+
+    /// Ends every thread: idle ones at once, busy ones once their
+    /// connection has answered the request it is in. Waiting connections
+    /// are closed.
+    pub fn close(&self) {
+        let mut queue = self.shared.lock();
+        queue.closed = true;
+        queue.waiting.clear();
+        drop(queue);
+        self.shared.closing.send_replace(true);
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Nothing panics while holding it; a poisoned queue is still whole.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// One thread: connections one after another until it idles out or the
+    /// server stops.
+    fn thread(self: Arc<Shared>) {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(e) => {
+                tracing::warn!("a connection thread cannot start its runtime: {e}");
+                // Close a waiting connection rather than leave it unserved.
+                drop(self.lock().waiting.pop_front());
+                return;
+            }
+        };
+        while let Some((stream, permit)) = self.next() {
+            runtime.block_on(self.connection(stream));
+            drop(permit);
+        }
+    }
+
+    /// The next connection, or `None` when this thread is to end.
+    fn next(&self) -> Option<Connection> {
+        let mut queue = self.lock();
+        loop {
+            if queue.closed {
+                return None;
+            }
+            if let Some(connection) = queue.waiting.pop_front() {
+                return Some(connection);
+            }
+            queue.idle += 1;
+            let (again, waited) = self
+                .wake
+                .wait_timeout(queue, IDLE)
+                .unwrap_or_else(|p| p.into_inner());
+            queue = again;
+            queue.idle -= 1;
+            if waited.timed_out() && queue.waiting.is_empty() {
+                return None;
+            }
+        }
+    }
+
+    async fn connection(&self, stream: std::net::TcpStream) {
+        let stream = match tokio::net::TcpStream::from_std(stream) {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::debug!("a connection cannot be served: {e}");
+                return;
+            }
+        };
+        let mut closing = self.closing.subscribe();
+        let connection = self.http.serve_connection(
+            TokioIo::new(stream),
+            TowerToHyperService::new(self.router.clone()),
+        );
+        let mut connection = std::pin::pin!(connection);
+        let ended = tokio::select! {
+            ended = connection.as_mut() => ended,
+            _ = closing.wait_for(|closing| *closing) => {
+                connection.as_mut().graceful_shutdown();
+                connection.await
+            }
+        };
+        if let Err(e) = ended {
+            tracing::debug!("connection ended: {e}");
+        }
+    }
+}
