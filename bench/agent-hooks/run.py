@@ -14,13 +14,18 @@ warm and session state on: four example guards (deny-tools, path-jail,
 redact-secrets, repair-tools). Prints median and p99 in ms and the ratio of
 medians to the Python hook and to `cat` reading the same input (issue 20's
 target 4: a bare process start). `hookbox --version` is there too: the
-binary's own start, with no plugin asked.
+binary's own start, with no plugin asked. So is Claude Code's other way
+in, an HTTP hook to `hookbox serve` on the same directory (started once,
+beside the run): a new connection and a POST per call, timed from here,
+no process started.
 
     python3 bench/agent-hooks/run.py [CALLS] [AGENT ...]
 
 runs only the agents named (all by default)."""
+import http.client
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -85,6 +90,18 @@ def main():
             times[name].append((time.perf_counter() - started) * 1e3)
             if done.returncode != 0:
                 sys.exit(f"{name} exited {done.returncode}: {done.stderr.decode()}")
+    server, port = start_serve(plugins, env)
+    try:
+        times["http"] = []
+        for _ in range(CALLS):
+            started = time.perf_counter()
+            answer = http_hook(port, claude)
+            times["http"].append((time.perf_counter() - started) * 1e3)
+            if answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny":
+                sys.exit(f"the HTTP hook denied the call: {answer}")
+    finally:
+        server.terminate()
+        server.wait()
     base = statistics.median(times["python"])
     cat = statistics.median(times["cat"])
     print(f"{CALLS} calls each, interleaved; ms per call, process start included")
@@ -95,8 +112,40 @@ def main():
         p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
         median = statistics.median(samples)
         label = {"python": "plain Python (8 substring checks)", "cat": "`cat` (reads the input)",
-                 "version": "`hookbox --version` (the binary's start)"}.get(name, f"`hookbox hook {name}`")
+                 "version": "`hookbox --version` (the binary's start)",
+                 "http": "Claude Code's HTTP hook to `hookbox serve` (no process start)"}.get(name, f"`hookbox hook {name}`")
         print(f"| {label} | {median:.2f} | {p99:.2f} | {median / base:.2f}× | {median / cat:.2f}× |")
+
+
+def start_serve(plugins, env):
+    """`hookbox serve` on `plugins` on a free loopback port, once healthy."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([HOOKBOX, "serve", "--plugins", plugins, "--listen", f"127.0.0.1:{port}"],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        try:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
+            connection.request("GET", "/healthz")
+            if connection.getresponse().status == 200:
+                return server, port
+        except OSError:
+            time.sleep(0.05)
+    server.kill()
+    sys.exit("hookbox serve did not start")
+
+
+def http_hook(port, body):
+    """One Claude Code HTTP hook call: its own connection, as the agent makes it."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    connection.request("POST", "/claude-code/hook", body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    answer = response.read()
+    connection.close()
+    if response.status != 200:
+        sys.exit(f"the HTTP hook answered {response.status}: {answer!r}")
+    return json.loads(answer) if answer.strip() else {}
 
 
 if __name__ == "__main__":

@@ -48,6 +48,35 @@ fn a_warm_start_loads_the_compiled_component_from_the_cache() {
     assert_eq!((stats.hits, stats.misses), (1, 0));
 }
 
+/// A verified entry is mapped, not copied: wasmtime runs the compiled code
+/// and takes the memory images from the entry's own pages, which is what
+/// makes a warm start cheap (a copy would read and allocate every byte).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_warm_start_maps_the_verified_entry_rather_than_copying_it() {
+    let dir = scratch_dir("cache-mapped");
+    load(&runtime_with_cache(&dir));
+    let entry = entries(&dir).remove(0);
+    let warm = runtime_with_cache(&dir);
+    let plugin = Plugin::from_file(&warm, guests::DENY_TOOLS.as_ref(), PluginOptions::default())
+        .expect("loads");
+    assert_eq!(warm.cache_stats().unwrap().hits, 1);
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let entry = entry.canonicalize().unwrap();
+    // Its code runs from the file's own pages: an executable mapping of it
+    // (the tag check's read-only mapping is gone by now).
+    let executable = maps.lines().any(|line| {
+        let perms = line.split_whitespace().nth(1).unwrap_or("");
+        line.ends_with(&*entry.to_string_lossy()) && perms.contains('x')
+    });
+    assert!(
+        executable,
+        "{} is not mapped executable:\n{maps}",
+        entry.display()
+    );
+    drop(plugin);
+}
+
 #[test]
 fn a_damaged_or_forged_entry_is_recompiled_never_loaded() {
     let dir = scratch_dir("cache-damaged");

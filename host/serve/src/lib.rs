@@ -21,6 +21,11 @@
 //! `{"error": "..."}` with a 4xx status saying what is wrong; a full
 //! server sheds load with 503 instead of queueing.
 //!
+//! Each connection is served on a thread of its own, which decides its
+//! events in place: a guest running to its deadline holds up only the
+//! client waiting for that answer, and an event costs no trip between
+//! threads. Threads are kept for the next connection and end when idle.
+//!
 //! An agent's hook is different: its agent reads any status but 2xx, and
 //! any body but its own JSON, as "carry on". So every request that reaches
 //! a hook route is answered 200 with a decision in the agent's terms, and
