@@ -831,6 +831,35 @@ fn a_stopped_server_closes_its_kept_alive_connections() {
 }
 
 #[test]
+fn a_stopped_server_lets_go_of_its_stack_and_runs_before_the_process_goes_on() {
+    // A native hook holding a token: the stack, and every run on it, hold
+    // the hook.
+    let token = std::sync::Arc::new(());
+    let held = token.clone();
+    let mut stack = hookbox::HookStack::new();
+    stack.push_hook(hookbox::hook_fn("holder", move |_, _| {
+        let _ = &held;
+        hookbox::Flow::Continue
+    }));
+    let (tokio, server) = serving(StackSource::fixed(stack), ServeConfig::default());
+    let (status, created) = request(server.addr, "POST", "/runs", "");
+    assert_eq!(status, 201, "{created}");
+    // A kept-alive connection, its thread idle in it.
+    let mut stream = TcpStream::connect(server.addr).unwrap();
+    write!(stream, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let mut answer = [0u8; 256];
+    assert!(stream.read(&mut answer).unwrap() > 0);
+    drop(server);
+    drop(tokio);
+    // What a CLI does next (flush the trace export) sees the runs ended.
+    assert_eq!(
+        std::sync::Arc::strong_count(&token),
+        1,
+        "a connection thread still holds the server"
+    );
+}
+
+#[test]
 fn a_fixed_stack_with_a_native_hook_is_served_like_a_directory() {
     let mut stack = hookbox::HookStack::new();
     stack.push_hook(hookbox::hook_fn("no-shell", |_, event| match event {

@@ -13,7 +13,9 @@
 //!
 //! Threads outlive their connection: one that finds no connection to take
 //! for [`IDLE`] ends, and [`ConnectionThreads::close`] ends them all (a
-//! connection in the middle of a request answers it first).
+//! connection in the middle of a request answers it first) and waits, a
+//! while, for them to let go of the server: its runs then end with the
+//! server, their spans exported before the process exits.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -27,6 +29,10 @@ use tokio::sync::{OwnedSemaphorePermit, watch};
 /// How long a thread with no connection waits for one before it ends.
 pub(crate) const IDLE: Duration = Duration::from_secs(10);
 
+/// How long [`ConnectionThreads::close`] waits for busy threads: longer
+/// than a guest's default deadline, short enough not to hold a stop up.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
+
 /// One accepted connection and the slot it holds among the open ones.
 type Connection = (std::net::TcpStream, OwnedSemaphorePermit);
 
@@ -34,6 +40,31 @@ type Connection = (std::net::TcpStream, OwnedSemaphorePermit);
 #[derive(Clone)]
 pub(crate) struct ConnectionThreads {
     shared: Arc<Shared>,
+    live: Arc<Live>,
+}
+
+/// How many threads are running, apart from [`Shared`] (which a thread lets
+/// go of before it counts itself out).
+#[derive(Default)]
+struct Live {
+    threads: Mutex<usize>,
+    ended: Condvar,
+}
+
+impl Live {
+    fn count(&self) -> MutexGuard<'_, usize> {
+        self.threads.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Counts a thread out when it ends, however it ends.
+struct Running(Arc<Live>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        *self.0.count() -= 1;
+        self.0.ended.notify_all();
+    }
 }
 
 struct Shared {
@@ -73,6 +104,7 @@ impl ConnectionThreads {
                 router,
                 closing: watch::Sender::new(false),
             }),
+            live: Arc::default(),
         }
     }
 
@@ -94,12 +126,18 @@ impl ConnectionThreads {
         }
         drop(queue);
         let shared = self.shared.clone();
+        *self.live.count() += 1;
+        let running = Running(self.live.clone());
         let started = std::thread::Builder::new()
             .name("hookbox-serve".into())
-            .spawn(move || shared.thread());
+            .spawn(move || {
+                shared.thread();
+                drop(running); // after `shared`, which `thread` consumed
+            });
         match started {
             Ok(_) => Ok(()),
             Err(e) => {
+                // The closure, and with it `running`, is dropped: counted out.
                 tracing::warn!("starting a connection thread failed: {e}");
                 // Take one back (this one or another waiting: they are alike).
                 let mut queue = self.shared.lock();
@@ -110,7 +148,8 @@ impl ConnectionThreads {
 
     /// Ends every thread: idle ones at once, busy ones once their
     /// connection has answered the request it is in. Waiting connections
-    /// are closed.
+    /// are closed. Returns when every thread has ended, or after
+    /// [`CLOSE_WAIT`] (a client still sending a request's body).
     pub fn close(&self) {
         let mut queue = self.shared.lock();
         queue.closed = true;
@@ -118,6 +157,18 @@ impl ConnectionThreads {
         drop(queue);
         self.shared.closing.send_replace(true);
         self.shared.wake.notify_all();
+        let live = self.live.count();
+        let (left, _) = self
+            .live
+            .ended
+            .wait_timeout_while(live, CLOSE_WAIT, |threads| *threads > 0)
+            .unwrap_or_else(|p| p.into_inner());
+        if *left > 0 {
+            tracing::warn!(
+                threads = *left,
+                "connections still being served when the server stopped"
+            );
+        }
     }
 }
 
