@@ -108,7 +108,7 @@ impl ConnectionThreads {
         }
     }
 
-    /// Serves `stream` on an idle thread, or on a new one.
+    /// Serves `connection` on an idle thread, or on a new one.
     ///
     /// # Errors
     /// The connection back when no thread can be started for it (the
