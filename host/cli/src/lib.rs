@@ -434,6 +434,7 @@ fn serve(
     decision_log: &DecisionLogArgs,
 ) -> Result<ExitCode> {
     let decision_log = decision_log.open()?;
+    open_files_for(hookbox_serve::ServeConfig::default().max_connections);
     let tokens: Vec<String> = std::env::var("HOOKBOX_SERVE_TOKENS")
         .unwrap_or_default()
         .split(',')
@@ -497,6 +498,51 @@ fn serve(
     })
     // Dropping the async runtime here ends the live runs (their spans end
     // too); main then flushes the trace export.
+}
+
+/// Raises this process's soft limit on open files to its hard limit, as
+/// servers do: `serve` holds four per connection (the socket, and its
+/// thread's runtime: an epoll, an eventfd and a signal pipe), and the usual
+/// soft limit of 1024 would run out near 250 of the `connections` allowed.
+/// Says so when even the hard limit is short.
+fn open_files_for(connections: usize) {
+    #[cfg(unix)]
+    {
+        let needed = (connections as u64) * 4 + 256;
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit read and write the struct given.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+            return;
+        }
+        // macOS refuses an unlimited soft limit: a million is plenty.
+        let wanted = limit.rlim_max.min(1 << 20);
+        if limit.rlim_cur < wanted {
+            let raised = libc::rlimit {
+                rlim_cur: wanted,
+                rlim_max: limit.rlim_max,
+            };
+            // SAFETY: as above.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                limit.rlim_cur = wanted;
+            }
+        }
+        #[allow(
+            clippy::useless_conversion,
+            reason = "rlim_t is u64 here, not on every Unix"
+        )]
+        let have = u64::try_from(limit.rlim_cur).unwrap_or(u64::MAX);
+        if have < needed {
+            terminal::tell!(
+                "hookbox serve: warning: this process may open {have} files, and {connections} connections need about {needed}; raise the limit (ulimit -n) or expect connections past about {} to be answered 503",
+                have.saturating_sub(256) / 4
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = connections;
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM: what a terminal or a service

@@ -55,13 +55,13 @@ where
             decide::<P>(&app, client, session, event)
         })
     });
-    match answered {
-        Some(reply) => answer(&reply),
-        None => answer(&reject::<P>(
-            &bytes,
-            "hookbox: blocked: deciding this hook failed (a panic in hookbox, which is a bug); start a new session",
-        )),
-    }
+    let reply = answered.unwrap_or_else(|| {
+        let why = "hookbox: blocked: deciding this hook failed (a panic in hookbox, which is a bug); start a new session";
+        // The input is read again for the agent's own block; if reading it
+        // is what panicked, the block for input that cannot be read.
+        crate::decide_here(|| reject::<P>(&bytes, why)).unwrap_or_else(|| P::unreadable(b"", why))
+    });
+    answer(&reply)
 }
 
 /// Asks the session's run about `event`.

@@ -64,16 +64,33 @@ fn is_transient(error: &std::io::Error) -> bool {
 
 /// Answers a connection past the limit with 503 and closes it.
 async fn shed(mut stream: TcpStream, max: usize) {
-    let body = format!(
-        "{{\"error\":\"the server has {max} connections open, the most it keeps; retry shortly\"}}"
-    );
-    let response = format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
+    let response = busy(&format!(
+        "the server has {max} connections open, the most it keeps; retry shortly"
+    ));
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
         stream.write_all(response.as_bytes()).await?;
         stream.shutdown().await
     })
     .await;
+}
+
+/// The same for a connection no thread can serve, from a thread with no
+/// runtime: a blocking write of at most a second.
+pub(crate) fn shed_blocking(stream: std::net::TcpStream, why: &str) {
+    use std::io::Write;
+    let response = busy(why);
+    let _ = stream
+        .set_nonblocking(false)
+        .and_then(|()| stream.set_write_timeout(Some(Duration::from_secs(1))))
+        .and_then(|()| (&stream).write_all(response.as_bytes()))
+        .and_then(|()| stream.shutdown(std::net::Shutdown::Both));
+}
+
+/// A whole 503 response, `connection: close`, with `why` as its error.
+fn busy(why: &str) -> String {
+    let body = serde_json::json!({ "error": why }).to_string();
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
 }

@@ -83,6 +83,9 @@ struct Queue {
     waiting: VecDeque<Connection>,
     /// Threads waiting for a connection.
     idle: usize,
+    /// Threads started that have not yet looked for one: they will take a
+    /// waiting connection as an idle thread would.
+    starting: usize,
     closed: bool,
 }
 
@@ -119,14 +122,17 @@ impl ConnectionThreads {
             return Ok(()); // dropped: the server has stopped
         }
         queue.waiting.push_back(connection);
-        if queue.idle >= queue.waiting.len() {
+        if queue.idle + queue.starting >= queue.waiting.len() {
             drop(queue);
             self.shared.wake.notify_one();
             return Ok(());
         }
+        queue.starting += 1;
+        // Counted live before the queue is let go: a `close` from here on
+        // waits for this thread.
+        *self.live.count() += 1;
         drop(queue);
         let shared = self.shared.clone();
-        *self.live.count() += 1;
         let running = Running(self.live.clone());
         let started = std::thread::Builder::new()
             .name("hookbox-serve".into())
@@ -141,6 +147,7 @@ impl ConnectionThreads {
                 tracing::warn!("starting a connection thread failed: {e}");
                 // Take one back (this one or another waiting: they are alike).
                 let mut queue = self.shared.lock();
+                queue.starting -= 1;
                 queue.waiting.pop_back().map_or(Ok(()), Err)
             }
         }
@@ -187,21 +194,38 @@ impl Shared {
         {
             Ok(runtime) => runtime,
             Err(e) => {
+                // Out of file descriptors, most likely (a runtime holds
+                // three): answer the connection this thread was started
+                // for rather than leave it unserved.
                 tracing::warn!("a connection thread cannot start its runtime: {e}");
-                // Close a waiting connection rather than leave it unserved.
-                drop(self.lock().waiting.pop_front());
+                let mut queue = self.lock();
+                queue.starting -= 1;
+                let waiting = queue.waiting.pop_front();
+                drop(queue);
+                if let Some((stream, _permit)) = waiting {
+                    crate::listen::shed_blocking(
+                        stream,
+                        "the server cannot serve another connection now (out of threads or file descriptors); retry shortly",
+                    );
+                }
                 return;
             }
         };
-        while let Some((stream, permit)) = self.next() {
+        let mut starting = true;
+        while let Some((stream, permit)) = self.next(&mut starting) {
             runtime.block_on(self.connection(stream));
             drop(permit);
         }
     }
 
     /// The next connection, or `None` when this thread is to end.
-    fn next(&self) -> Option<Connection> {
+    /// `starting` is cleared on the first call: from then on the thread is
+    /// counted as idle while it waits.
+    fn next(&self, starting: &mut bool) -> Option<Connection> {
         let mut queue = self.lock();
+        if std::mem::take(starting) {
+            queue.starting -= 1;
+        }
         loop {
             if queue.closed {
                 return None;
