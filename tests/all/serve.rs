@@ -1116,3 +1116,28 @@ fn slow_clients_are_cut_off_and_a_flood_of_connections_is_shed_not_queued() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+#[test]
+fn a_hook_turned_away_at_the_connection_limit_is_answered_with_a_block() {
+    let config = ServeConfig {
+        max_connections: 1,
+        ..ServeConfig::default()
+    };
+    let (_tokio, server) = serving(StackSource::fixed(hookbox::HookStack::new()), config);
+    // The only connection, open and silent.
+    let _held = TcpStream::connect(server.addr).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let input = json!({
+        "session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_use_id": "t",
+    })
+    .to_string();
+    // Claude Code reads a 503 as "carry on": its hook gets its own block.
+    let (status, body) = request(server.addr, "POST", "/claude-code/hook", &input);
+    assert_eq!(status, 200, "{body}");
+    let reply: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reply["continue"], false, "{reply}");
+    // Any other route is told to come back.
+    let (status, body) = request(server.addr, "GET", "/status", "");
+    assert_eq!(status, 503, "{body}");
+}

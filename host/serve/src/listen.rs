@@ -62,35 +62,91 @@ fn is_transient(error: &std::io::Error) -> bool {
         .is_some_and(|code| code == 23 || code == 24) // ENFILE, EMFILE
 }
 
-/// Answers a connection past the limit with 503 and closes it.
+/// Answers a connection past the limit and closes it: a 503, or for an
+/// agent's hook the agent's own block ([`turned_away`]).
 async fn shed(mut stream: TcpStream, max: usize) {
-    let response = busy(&format!(
-        "the server has {max} connections open, the most it keeps; retry shortly"
-    ));
+    use tokio::io::AsyncReadExt;
+    let why = format!("the server has {max} connections open, the most it keeps; retry shortly");
+    let mut head = [0u8; 64];
+    let mut read = 0;
+    // Until the request line is in (it may come a few bytes at a time).
+    let _ = tokio::time::timeout(HEAD_WAIT, async {
+        while read < head.len() && !head[..read].contains(&b'\n') {
+            match stream.read(&mut head[read..]).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n,
+            }
+        }
+    })
+    .await;
     let _ = tokio::time::timeout(Duration::from_secs(1), async {
-        stream.write_all(response.as_bytes()).await?;
-        stream.shutdown().await
+        stream
+            .write_all(turned_away(&head[..read], &why).as_bytes())
+            .await?;
+        stream.shutdown().await?;
+        // The rest of the request is read and dropped, so that closing does
+        // not reset the connection under the client's writes and answer.
+        let mut rest = [0u8; 4096];
+        while stream.read(&mut rest).await? > 0 {}
+        Ok::<_, std::io::Error>(())
     })
     .await;
 }
 
+/// How long a turned-away connection is given to show its request line.
+const HEAD_WAIT: Duration = Duration::from_millis(200);
+
 /// The same for a connection no thread can serve, from a thread with no
-/// runtime: a blocking write of at most a second.
-pub(crate) fn shed_blocking(stream: std::net::TcpStream, why: &str) {
-    use std::io::Write;
-    let response = busy(why);
-    let _ = stream
+/// runtime: blocking reads and writes, bounded.
+pub(crate) fn shed_blocking(mut stream: std::net::TcpStream, why: &str) {
+    use std::io::{Read, Write};
+    let mut head = [0u8; 64];
+    let mut read = 0;
+    let started = std::time::Instant::now();
+    if stream
         .set_nonblocking(false)
-        .and_then(|()| stream.set_write_timeout(Some(Duration::from_secs(1))))
-        .and_then(|()| (&stream).write_all(response.as_bytes()))
-        .and_then(|()| stream.shutdown(std::net::Shutdown::Both));
+        .and_then(|()| stream.set_read_timeout(Some(HEAD_WAIT)))
+        .is_ok()
+    {
+        while read < head.len() && !head[..read].contains(&b'\n') && started.elapsed() < HEAD_WAIT {
+            match stream.read(&mut head[read..]) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => read += n,
+            }
+        }
+    }
+    let _ = stream
+        .set_write_timeout(Some(Duration::from_secs(1)))
+        .and_then(|()| stream.write_all(turned_away(&head[..read], why).as_bytes()))
+        .and_then(|()| stream.shutdown(std::net::Shutdown::Write))
+        .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(1))));
+    // As `shed`: the rest of the request is read and dropped before closing.
+    let mut rest = [0u8; 4096];
+    while stream.read(&mut rest).is_ok_and(|n| n > 0) {}
 }
 
-/// A whole 503 response, `connection: close`, with `why` as its error.
-fn busy(why: &str) -> String {
-    let body = serde_json::json!({ "error": why }).to_string();
+/// A whole response, `connection: close`, for a request turned away
+/// before it was read, of which `head` is the start. An agent reads any
+/// status but 2xx from its hook as "carry on", so a hook route gets a 200
+/// with the agent's block; anything else a 503 with `why` as its error.
+fn turned_away(head: &[u8], why: &str) -> String {
+    use hookbox_agents::Protocol;
+    let hook = head.starts_with(b"POST /claude-code/hook ")
+        || head.starts_with(b"POST /claude-code/hook?");
+    let (status, body) = if hook {
+        let reply = hookbox_agents::claude_code::ClaudeCode::unreadable(
+            b"",
+            &format!("hookbox: blocked: {why}"),
+        );
+        ("200 OK", reply.http_body().to_string())
+    } else {
+        (
+            "503 Service Unavailable\r\nretry-after: 1",
+            serde_json::json!({ "error": why }).to_string(),
+        )
+    };
     format!(
-        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     )
 }
