@@ -32,8 +32,13 @@ pub(crate) async fn serve(
             }
             Err(e) => return Err(e),
         };
+        let full = || {
+            format!(
+                "the server has {max_connections} connections open, the most it keeps; retry shortly"
+            )
+        };
         let Ok(permit) = open.clone().try_acquire_owned() else {
-            tokio::spawn(shed(stream, max_connections));
+            tokio::spawn(shed(stream, full()));
             continue;
         };
         let stream = match stream.into_std() {
@@ -47,7 +52,7 @@ pub(crate) async fn serve(
             && let Ok(stream) = TcpStream::from_std(stream)
         {
             // No thread to serve it on: as full as past the limit.
-            tokio::spawn(shed(stream, max_connections));
+            tokio::spawn(shed(stream, full()));
         }
     }
 }
@@ -62,11 +67,10 @@ fn is_transient(error: &std::io::Error) -> bool {
         .is_some_and(|code| code == 23 || code == 24) // ENFILE, EMFILE
 }
 
-/// Answers a connection past the limit and closes it: a 503, or for an
-/// agent's hook the agent's own block ([`turned_away`]).
-async fn shed(mut stream: TcpStream, max: usize) {
+/// Answers a connection that is turned away, saying `why`, and closes it:
+/// a 503, or for an agent's hook the agent's own block ([`turned_away`]).
+pub(crate) async fn shed(mut stream: TcpStream, why: String) {
     use tokio::io::AsyncReadExt;
-    let why = format!("the server has {max} connections open, the most it keeps; retry shortly");
     let mut head = [0u8; 64];
     let mut read = 0;
     // Until the request line is in (it may come a few bytes at a time).
@@ -95,35 +99,6 @@ async fn shed(mut stream: TcpStream, max: usize) {
 
 /// How long a turned-away connection is given to show its request line.
 const HEAD_WAIT: Duration = Duration::from_millis(200);
-
-/// The same for a connection no thread can serve, from a thread with no
-/// runtime: blocking reads and writes, bounded.
-pub(crate) fn shed_blocking(mut stream: std::net::TcpStream, why: &str) {
-    use std::io::{Read, Write};
-    let mut head = [0u8; 64];
-    let mut read = 0;
-    let started = std::time::Instant::now();
-    if stream
-        .set_nonblocking(false)
-        .and_then(|()| stream.set_read_timeout(Some(HEAD_WAIT)))
-        .is_ok()
-    {
-        while read < head.len() && !head[..read].contains(&b'\n') && started.elapsed() < HEAD_WAIT {
-            match stream.read(&mut head[read..]) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => read += n,
-            }
-        }
-    }
-    let _ = stream
-        .set_write_timeout(Some(Duration::from_secs(1)))
-        .and_then(|()| stream.write_all(turned_away(&head[..read], why).as_bytes()))
-        .and_then(|()| stream.shutdown(std::net::Shutdown::Write))
-        .and_then(|()| stream.set_read_timeout(Some(Duration::from_secs(1))));
-    // As `shed`: the rest of the request is read and dropped before closing.
-    let mut rest = [0u8; 4096];
-    while stream.read(&mut rest).is_ok_and(|n| n > 0) {}
-}
 
 /// A whole response, `connection: close`, for a request turned away
 /// before it was read, of which `head` is the start. An agent reads any

@@ -73,6 +73,9 @@ struct Shared {
     wake: Condvar,
     http: hyper::server::conn::http1::Builder,
     router: Router,
+    /// The server's own runtime, where a connection this thread cannot
+    /// serve is turned away.
+    server: tokio::runtime::Handle,
     /// Turns `true` when the server stops: connections finish the request
     /// they are in and close.
     closing: watch::Sender<bool>,
@@ -91,7 +94,7 @@ struct Queue {
 
 impl ConnectionThreads {
     /// Threads that serve `router`, with a deadline of `header_timeout` for
-    /// each request's headers.
+    /// each request's headers. Must be called inside the server's runtime.
     pub fn new(router: Router, header_timeout: Duration) -> ConnectionThreads {
         let mut http = hyper::server::conn::http1::Builder::new();
         // The timer is what makes the header deadline work (hyper ignores it
@@ -105,6 +108,7 @@ impl ConnectionThreads {
                 wake: Condvar::new(),
                 http,
                 router,
+                server: tokio::runtime::Handle::current(),
                 closing: watch::Sender::new(false),
             }),
             live: Arc::default(),
@@ -203,10 +207,13 @@ impl Shared {
                 let waiting = queue.waiting.pop_front();
                 drop(queue);
                 if let Some((stream, _permit)) = waiting {
-                    crate::listen::shed_blocking(
-                        stream,
-                        "the server cannot serve another connection now (out of threads or file descriptors); retry shortly",
-                    );
+                    let _entered = self.server.enter();
+                    if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                        self.server.spawn(crate::listen::shed(
+                            stream,
+                            "the server cannot serve another connection now (out of threads or file descriptors); retry shortly".into(),
+                        ));
+                    }
                 }
                 return;
             }
