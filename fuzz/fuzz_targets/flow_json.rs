@@ -1,18 +1,4 @@
-//! Flows in their JSON form (replay files, `serve` answers read back by
-//! clients): decode or refuse, and round-trip exactly.
+//! The `flow_json` property (tests/fuzz/src/flow_json.rs), under coverage-guided search.
 #![no_main]
 
-use hookbox::{EventKind, Flow};
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(flow) = serde_json::from_slice::<Flow>(data) else {
-        return;
-    };
-    let text = serde_json::to_string(&flow).expect("a decoded flow always encodes");
-    let again: Flow = serde_json::from_str(&text).expect("an encoded flow decodes");
-    assert_eq!(flow, again, "{text}");
-    for kind in EventKind::ALL {
-        let _ = kind.honours(&flow);
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| hookbox_fuzz_properties::flow_json::check(data));

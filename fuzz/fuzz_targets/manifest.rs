@@ -1,23 +1,4 @@
-//! `hookbox.toml` from a plugin directory someone else may have written:
-//! parse or refuse with a reason, never panic; what parses yields names,
-//! limits and config.
+//! The `manifest` property (tests/fuzz/src/manifest.rs), under coverage-guided search.
 #![no_main]
 
-use hookbox::Limits;
-use hookbox::manifest::Manifest;
-use libfuzzer_sys::fuzz_target;
-
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else {
-        return;
-    };
-    match Manifest::parse(text) {
-        Ok(manifest) => {
-            for entry in &manifest.plugins {
-                let _ = (entry.name(), entry.config_text());
-                let _ = entry.limits.apply(&Limits::default());
-            }
-        }
-        Err(reason) => assert!(!reason.is_empty()),
-    }
-});
+libfuzzer_sys::fuzz_target!(|data: &[u8]| hookbox_fuzz_properties::manifest::check(data));
