@@ -142,7 +142,25 @@ async def crash(_, command):
         return {"call": "hung"}
 
 
-SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash]}
+async def eras(mode, command):
+    """The SDK's `Client` as an application uses it, in `mode` ("auto", its
+    default, probes `server/discover` and falls back to `initialize`; a
+    version pins it), against a server of both eras: an allowed call, and a
+    denied one, which the proxy answers itself."""
+    from mcp import Client
+
+    server = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(server, mode=mode) as client:
+        out = {"protocol_version": client.protocol_version}
+        out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+        out["denied"] = await call(client, "get_current_time", {"timezone": "UTC"})
+        out["allowed"] = await call(
+            client, "convert_time", {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"}
+        )
+    return out
+
+
+SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash, eras]}
 
 
 def main():

@@ -297,6 +297,52 @@ fn what_is_not_a_tool_call_passes_through_and_still_works() {
     assert!(!saw["prompts"].as_array().unwrap().is_empty(), "{saw}");
 }
 
+/// The SDK's `Client` as applications use it (its default `auto` mode, and
+/// pinned to each era) in front of `mcp-server-time`, a reference server on
+/// the SDK 2.x that speaks both: the session negotiates the era the client
+/// asks for through the proxy, and a call the proxy answers itself (a
+/// denied one) is an answer that client reads in that era, as is one the
+/// server answered.
+#[test]
+fn the_sdk_client_of_either_era_reads_the_answers_the_proxy_writes() {
+    let Some(mcp) = installed() else { return };
+    let manifest = r#"
+[[plugin]]
+file = "deny-tools.wasm"
+config = { deny = "get_current_time" }
+"#;
+    let plugins = plugin_dir("eras", manifest);
+    let upstream = [mcp.join("venv/bin/mcp-server-time").display().to_string()];
+    let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    for (mode, era) in [
+        ("auto", "2026-07-28"),
+        ("2026-07-28", "2026-07-28"),
+        ("legacy", "2025-11-25"),
+    ] {
+        let saw = client(mcp, "eras", mode, &proxy(&plugins, &[], &upstream));
+        assert_eq!(saw["protocol_version"], era, "mode {mode}: {saw}");
+        assert_eq!(
+            saw["tools"],
+            json!(["convert_time", "get_current_time"]),
+            "mode {mode}: {saw}"
+        );
+        assert_eq!(saw["denied"]["is_error"], true, "mode {mode}: {saw}");
+        assert!(
+            saw["denied"]["text"]
+                .as_str()
+                .is_some_and(|text| text.contains("denied by policy")),
+            "mode {mode}: the skip's reason reaches the client: {saw}"
+        );
+        assert_eq!(saw["allowed"]["is_error"], false, "mode {mode}: {saw}");
+        assert!(
+            saw["allowed"]["text"]
+                .as_str()
+                .is_some_and(|text| text.contains("Asia/Tokyo")),
+            "mode {mode}: {saw}"
+        );
+    }
+}
+
 /// What the `everything` scenario must see on any transport: plain and
 /// structured results, progress, a server's sampling request, and a call
 /// after a cancelled one.

@@ -107,9 +107,53 @@ pub fn response(id: &RawValue, result: &Value) -> String {
 }
 
 /// A tool result the model reads as the tool's error (`isError`), saying
-/// `text`.
-pub fn tool_error(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "isError": true})
+/// `text`, in the era of the request it answers: `resultType: "complete"`
+/// for a 2026-07-28 request (that revision requires the tag on every
+/// result), none for a handshake-era one.
+pub fn tool_error(text: &str, era: Era) -> Value {
+    let mut result = json!({"content": [{"type": "text", "text": text}], "isError": true});
+    era.tag(&mut result);
+    result
+}
+
+/// The `_meta` key under which a 2026-07-28 request names its revision.
+pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Which revision of MCP a request speaks, as far as what the proxy writes
+/// in answer is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    /// Before 2026-07-28: a session opened by `initialize`; results carry no
+    /// `resultType`.
+    Handshake,
+    /// 2026-07-28 and later: every request names its revision in
+    /// `_meta`, every result carries `resultType`.
+    Stateless,
+}
+
+impl Era {
+    /// The era of a request whose params are `params`: stateless when its
+    /// `_meta` names a protocol version.
+    pub fn of_request(params: &serde_json::Map<String, Value>) -> Era {
+        let named = params
+            .get("_meta")
+            .and_then(|meta| meta.get(PROTOCOL_VERSION_META))
+            .is_some_and(Value::is_string);
+        if named {
+            Era::Stateless
+        } else {
+            Era::Handshake
+        }
+    }
+
+    /// Tags `result` as a final result where the era requires it.
+    pub fn tag(self, result: &mut Value) {
+        if self == Era::Stateless
+            && let Some(object) = result.as_object_mut()
+        {
+            object.insert("resultType".into(), Value::from("complete"));
+        }
+    }
 }
 
 /// `line` with its `params.arguments` (or `result`, ...) replaced: the

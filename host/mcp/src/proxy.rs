@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::lines::{LineReader, Read};
-use crate::message::{self, Envelope, Line, code, id_key};
+use crate::message::{self, Envelope, Era, Line, code, id_key};
 
 /// How a session is guarded.
 #[derive(Clone, Debug)]
@@ -90,6 +90,8 @@ struct Pending {
     call_id: String,
     internal_id: String,
     args: String,
+    /// The call's revision: what a result the proxy writes must carry.
+    era: Era,
 }
 
 /// Ids of calls the proxy answered itself, so their cancellations are not
@@ -497,6 +499,7 @@ async fn tool_call(
         );
         return send(to_client, answer_here(refusal)).await;
     }
+    let era = Era::of_request(&params);
     // What the guards see, and what the server gets: one canonical form.
     let args = arguments.to_string();
     let internal_id = format!("mcp-{}", session.calls.fetch_add(1, Ordering::Relaxed));
@@ -534,7 +537,7 @@ async fn tool_call(
             }
         },
         Flow::Skip(reason) => {
-            let result = message::response(id, &message::tool_error(&reason));
+            let result = message::response(id, &message::tool_error(&reason, era));
             return send(to_client, answer_here(result)).await;
         }
         Flow::Terminate(reason) => {
@@ -586,6 +589,7 @@ async fn tool_call(
             call_id: id.get().to_owned(),
             internal_id,
             args: forward_args,
+            era,
         }),
     );
     send(to_server, outgoing).await
@@ -660,7 +664,7 @@ async fn server_message(
     let waiting = session.outstanding().remove(&key);
     match waiting {
         Some(Outstanding::Call(pending)) => {
-            let call_id = pending.call_id.clone();
+            let (call_id, era) = (pending.call_id.clone(), pending.era);
             let guarded = tool_result(session, envelope, pending, to_client).await;
             if guarded.is_err() {
                 // Put back, so the session's end answers it with an error.
@@ -669,6 +673,7 @@ async fn server_message(
                     call_id,
                     internal_id: String::new(),
                     args: String::new(),
+                    era,
                 };
                 session
                     .outstanding()
@@ -744,6 +749,7 @@ async fn tool_result(
 ) -> Result<(), Error> {
     let id = RawValue::from_string(pending.call_id.clone())
         .map_err(|_| Error::Upstream("a call id that cannot be written back".into()))?;
+    let era = pending.era;
     let read = |raw: &RawValue| match serde_json::from_str::<Value>(raw.get()) {
         Ok(Value::Object(object)) => Ok(Value::Object(object)),
         _ => Err(Error::Upstream(format!(
@@ -814,7 +820,7 @@ async fn tool_result(
         (Flow::Continue, Some(result), _) => message::response(&id, &result),
         (Flow::Continue, None, Some(error)) => message::error_object(&id, error),
         (Flow::RewriteResult(text), Some(original), _) => {
-            message::response(&id, &rewritten_result(&original, &text))
+            message::response(&id, &rewritten_result(&original, &text, era))
         }
         // A JSON-RPC error stays one, saying what the guard wrote.
         (Flow::RewriteResult(text), None, _) => message::error(Some(&id), code::REFUSED, &text),
@@ -831,15 +837,22 @@ async fn tool_result(
 /// else `text` as the only content. Structured content the guard did not
 /// write again is dropped, and the result then marked an error: a client
 /// checking it against the tool's output schema must not take text for it.
-fn rewritten_result(original: &Value, text: &str) -> Value {
-    if let Ok(Value::Object(result)) = serde_json::from_str::<Value>(text)
-        && result.get("content").is_some_and(Value::is_array)
-    {
-        return Value::Object(result);
-    }
-    let failed = original.get("isError") == Some(&Value::Bool(true));
-    let structured = original.get("structuredContent").is_some();
-    json!({"content": [{"type": "text", "text": text}], "isError": failed || structured})
+/// It is final (`resultType: "complete"`) where the call's revision, or the
+/// server's answer, tags results.
+fn rewritten_result(original: &Value, text: &str, era: Era) -> Value {
+    let mut result = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(result)) if result.get("content").is_some_and(Value::is_array) => {
+            Value::Object(result)
+        }
+        _ => {
+            let failed = original.get("isError") == Some(&Value::Bool(true));
+            let structured = original.get("structuredContent").is_some();
+            json!({"content": [{"type": "text", "text": text}], "isError": failed || structured})
+        }
+    };
+    let tagged = original.get("resultType").is_some();
+    if tagged { Era::Stateless } else { era }.tag(&mut result);
+    result
 }
 
 /// The text blocks of a result, joined.

@@ -292,3 +292,47 @@ async fn a_server_that_outlives_its_client_is_not_waited_for_forever() {
     );
     drop(s.server);
 }
+
+/// A 2026-07-28 call: the request names its revision in `_meta`.
+fn stateless_call(id: Value, tool: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": tool, "arguments": {},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn a_result_the_proxy_writes_is_tagged_final_in_the_revision_that_requires_it() {
+    let mut s = start(ProxyConfig::default());
+    // 2026-07-28: every result carries `resultType`, the proxy's own too.
+    s.client.send(&stateless_call(json!(1), "blocked")).await;
+    let skipped = s.client.json().await;
+    assert_eq!(skipped["result"]["resultType"], "complete", "{skipped}");
+    assert_eq!(skipped["result"]["isError"], true, "{skipped}");
+    s.client.send(&stateless_call(json!(2), "redact")).await;
+    s.server.next().await.unwrap();
+    s.server.send(&result(json!(2), "SECRET")).await;
+    let redacted = s.client.json().await;
+    assert_eq!(redacted["result"]["resultType"], "complete", "{redacted}");
+    assert_eq!(redacted["result"]["content"][0]["text"], "[redacted]");
+    // A server that tags its results gets its rewritten ones tagged too.
+    s.client.send(&call(json!(3), "redact", json!({}))).await;
+    s.server.next().await.unwrap();
+    s.server
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete",
+            "content": [{"type": "text", "text": "SECRET"}]}})
+            .to_string(),
+        )
+        .await;
+    assert_eq!(s.client.json().await["result"]["resultType"], "complete");
+    // Handshake era: no tag, as clients of that era expect.
+    s.client.send(&call(json!(4), "blocked", json!({}))).await;
+    let skipped = s.client.json().await;
+    assert!(skipped["result"].get("resultType").is_none(), "{skipped}");
+    s.client.send(&call(json!(5), "redact", json!({}))).await;
+    s.server.next().await.unwrap();
+    s.server.send(&result(json!(5), "SECRET")).await;
+    let redacted = s.client.json().await;
+    assert!(redacted["result"].get("resultType").is_none(), "{redacted}");
+}
