@@ -668,23 +668,169 @@ fn clients_over_streamable_http_get_a_guarded_session_each() {
     }
 
     // A page of another origin may not reach it.
-    let response = raw_post(&served.url, "http://evil.example");
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    let response = raw_post(&served.url, "http://evil.example", "", initialize);
     assert!(response.starts_with("HTTP/1.1 403"), "{response}");
 }
 
-fn raw_post(url: &str, origin: &str) -> String {
+/// `Mcp-Method` / `Mcp-Name` that disagree with the body (a gateway would
+/// route on one and the server run the other), or that a 2026-07-28
+/// request lacks: refused with -32020 before anything is forwarded.
+#[test]
+fn a_request_whose_routing_headers_disagree_with_its_body_is_refused() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("headers", &filesystem_manifest(Path::new("/nowhere")));
+    let everything = server(mcp, "everything");
+    let served = listening(&plugins, &["node", &everything, "stdio"]);
+    let origin = "http://localhost";
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    for (headers, body) in [
+        ("Mcp-Method: tools/list\r\n", initialize),
+        ("Mcp-Method: tools/call\r\nMcp-Name: read_file\r\n", call),
+        ("Mcp-Method: tools/call\r\n", call),
+        ("", call),
+    ] {
+        let response = raw_post(&served.url, origin, headers, body);
+        assert!(
+            response.starts_with("HTTP/1.1 400"),
+            "{headers:?}: {response}"
+        );
+        assert!(response.contains("-32020"), "{headers:?}: {response}");
+    }
+    // Headers that agree, and none from a handshake-era client, are served.
+    for headers in ["Mcp-Method: initialize\r\n", ""] {
+        let response = raw_post(&served.url, origin, headers, initialize);
+        assert!(
+            response.starts_with("HTTP/1.1 200"),
+            "{headers:?}: {response}"
+        );
+    }
+}
+
+/// What `--upstream` POSTs carry: `Mcp-Method` on every message and
+/// `Mcp-Name` where the body names a target, as 2026-07-28 servers
+/// require. The upstream here is a recorder that answers every request
+/// with an empty result.
+#[test]
+fn the_upstream_gets_routing_headers_that_match_each_body() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let recorded = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    std::thread::spawn({
+        let recorded = recorded.clone();
+        move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let recorded = recorded.clone();
+                std::thread::spawn(move || answer_recorded(stream, &recorded));
+            }
+        }
+    });
+    let plugins = plugin_dir("upstream-headers", "");
+    let command = proxy(&plugins, &["--upstream", &url], &[]);
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_file","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///notes.txt"}}"#,
+    ] {
+        writeln!(stdin, "{line}").unwrap();
+        let mut answer = String::new();
+        stdout.read_line(&mut answer).unwrap();
+        assert!(answer.contains("\"result\""), "{line}: {answer}");
+    }
+    drop(stdin);
+    let _ = child.wait();
+    let recorded = recorded.lock().unwrap();
+    for expected in [
+        ("tools/list", None),
+        ("tools/call", Some("read_file")),
+        ("resources/read", Some("file:///notes.txt")),
+    ] {
+        assert!(
+            recorded
+                .iter()
+                .any(|(method, name)| method.as_deref() == Some(expected.0)
+                    && name.as_deref() == expected.1),
+            "{expected:?} in {recorded:?}"
+        );
+    }
+}
+
+/// Reads one POST off `stream`, records its `Mcp-Method` and `Mcp-Name`,
+/// and answers its id with an empty result.
+fn answer_recorded(
+    stream: std::net::TcpStream,
+    recorded: &std::sync::Mutex<Vec<(Option<String>, Option<String>)>>,
+) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let (mut method, mut name, mut length) = (None, None, 0);
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((key, value)) = line.split_once(':') {
+            let value = value.trim().to_owned();
+            match key.to_ascii_lowercase().as_str() {
+                "mcp-method" => method = Some(value),
+                "mcp-name" => name = Some(value),
+                "content-length" => length = value.parse().unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    std::io::Read::read_exact(&mut reader, &mut body).unwrap();
+    recorded.lock().unwrap().push((method, name));
+    let id = serde_json::from_slice::<Value>(&body).map_or(Value::Null, |m| m["id"].clone());
+    let answer =
+        json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [], "content": [], "contents": []}})
+            .to_string();
+    let mut stream = stream;
+    let _ = write!(
+        stream,
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+        answer.len()
+    );
+}
+
+fn raw_post(url: &str, origin: &str, headers: &str, body: &str) -> String {
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
-    let mut response = String::new();
-    std::io::Read::read_to_string(&mut stream, &mut response).unwrap();
-    response
+    // To its end, or as far as it got when the answer is a stream that
+    // stays open.
+    let mut response = Vec::new();
+    let mut chunk = [0; 4096];
+    while let Ok(n) = std::io::Read::read(&mut stream, &mut chunk) {
+        if n == 0 || response.len() > 1 << 16 {
+            break;
+        }
+        response.extend_from_slice(&chunk[..n]);
+    }
+    String::from_utf8_lossy(&response).into_owned()
 }
 
 #[test]

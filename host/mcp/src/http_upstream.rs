@@ -129,8 +129,22 @@ impl Upstream {
             .http
             .post(&self.url)
             .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(line);
+            .header("accept", "application/json, text/event-stream");
+        // What the body says, mirrored in the headers that 2026-07-28
+        // servers require (and older ones ignore). A name that cannot be a
+        // header value is left out: a server that needs it refuses the
+        // request, and the client gets that refusal.
+        if let Line::Message(envelope) = message::read(&line) {
+            let mirrored = message::Mirrored::of(&envelope);
+            for (header, value) in [("mcp-method", mirrored.method), ("mcp-name", mirrored.name)] {
+                if let Some(value) =
+                    value.and_then(|v| reqwest::header::HeaderValue::from_str(&v).ok())
+                {
+                    request = request.header(header, value);
+                }
+            }
+        }
+        let mut request = request.body(line);
         request = self.with_session(request);
         let response = match request.send().await {
             Ok(response) => response,

@@ -12,6 +12,7 @@
 //! | `DELETE` | ends the session |
 //! | an unknown session id | 404 (start a new session) |
 //! | an `Origin` that is not this host's own | 403 (a web page reaching a local server) |
+//! | `Mcp-Method` / `Mcp-Name` that disagree with the body, or missing from a 2026-07-28 request ([`message::Mirrored`]) | 400 with error -32020, never forwarded |
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -174,12 +175,35 @@ pub async fn serve(
 }
 
 fn refuse(status: StatusCode, id: Option<&serde_json::value::RawValue>, why: &str) -> Response {
+    refuse_with(status, id, message::code::INVALID_REQUEST, why)
+}
+
+fn refuse_with(
+    status: StatusCode,
+    id: Option<&serde_json::value::RawValue>,
+    code: i64,
+    why: &str,
+) -> Response {
     (
         status,
         [("content-type", "application/json")],
-        message::error(id, message::code::INVALID_REQUEST, why),
+        message::error(id, code, why),
     )
         .into_response()
+}
+
+/// The body's `Mcp-Method` / `Mcp-Name` headers, checked against it: a
+/// gateway in front may route on the headers while the server runs the
+/// body, so the two must say the same before anything is forwarded.
+fn headers_match(headers: &HeaderMap, envelope: &message::Envelope<'_>) -> Result<(), String> {
+    // A value that is not visible ASCII cannot match any body.
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .map(|value| value.to_str().unwrap_or("\u{fffd}"))
+    };
+    let stateless = message::Era::of_envelope(envelope) == message::Era::Stateless;
+    message::Mirrored::of(envelope).check(header("mcp-method"), header("mcp-name"), stateless)
 }
 
 /// Browsers send `Origin`; only this host's own pages may reach the server.
@@ -246,6 +270,14 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
             "hookbox: one JSON-RPC message per request",
         );
     };
+    if let Err(why) = headers_match(&headers, &envelope) {
+        return refuse_with(
+            StatusCode::BAD_REQUEST,
+            envelope.id,
+            message::code::HEADER_MISMATCH,
+            &format!("hookbox: {why}; the request is refused"),
+        );
+    }
     let initialize = envelope.method.as_deref() == Some("initialize");
     let (session, new_id) = if initialize && headers.get("mcp-session-id").is_none() {
         match start_session(&app).await {

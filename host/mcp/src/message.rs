@@ -146,6 +146,14 @@ impl Era {
         }
     }
 
+    /// The era of a request as read: [`Era::of_request`] of its params.
+    pub fn of_envelope(envelope: &Envelope<'_>) -> Era {
+        envelope
+            .params
+            .and_then(|p| serde_json::from_str::<serde_json::Map<String, Value>>(p.get()).ok())
+            .map_or(Era::Handshake, |params| Era::of_request(&params))
+    }
+
     /// Tags `result` as a final result where the era requires it.
     pub fn tag(self, result: &mut Value) {
         if self == Era::Stateless
@@ -180,11 +188,161 @@ pub mod code {
     /// The proxy's own refusal: a guard terminated the call, the stack
     /// failed closed, or the server went away.
     pub const REFUSED: i64 = -32001;
+    /// A 2026-07-28 POST whose `Mcp-Method` / `Mcp-Name` headers are
+    /// missing or disagree with its body.
+    pub const HEADER_MISMATCH: i64 = -32020;
+}
+
+/// What a streamable-HTTP POST mirrors of its body in headers (MCP
+/// 2026-07-28), so that load balancers and gateways can route on it
+/// without reading the body:
+///
+/// | body | `Mcp-Method` | `Mcp-Name` |
+/// |---|---|---|
+/// | a request or notification | its method | — |
+/// | `tools/call`, `prompts/get` | its method | `params.name` |
+/// | `resources/read` | its method | `params.uri` |
+/// | a response | — | — |
+#[derive(Debug, PartialEq, Eq)]
+pub struct Mirrored {
+    /// The method, for `Mcp-Method`.
+    pub method: Option<String>,
+    /// The target's name, for `Mcp-Name`.
+    pub name: Option<String>,
+}
+
+impl Mirrored {
+    /// What `envelope`'s headers must say.
+    pub fn of(envelope: &Envelope<'_>) -> Mirrored {
+        let method = envelope.method.as_deref().map(str::to_owned);
+        let field = match method.as_deref() {
+            Some("tools/call" | "prompts/get") => Some("name"),
+            Some("resources/read") => Some("uri"),
+            _ => None,
+        };
+        let name = field.and_then(|field| {
+            let params: Value = serde_json::from_str(envelope.params?.get()).ok()?;
+            params.get(field)?.as_str().map(str::to_owned)
+        });
+        Mirrored { method, name }
+    }
+
+    /// Whether headers saying `method` and `name` (absent: `None`) may
+    /// carry this body, and if not, why. A header that is there must say
+    /// what the body says; on a request of the 2026-07-28 revision
+    /// (`stateless`), a header the body calls for must be there.
+    ///
+    /// # Errors
+    /// What is missing or disagrees, for a `-32020` refusal.
+    pub fn check(
+        &self,
+        method: Option<&str>,
+        name: Option<&str>,
+        stateless: bool,
+    ) -> Result<(), String> {
+        for (header, sent, body) in [
+            ("Mcp-Method", method, self.method.as_deref()),
+            ("Mcp-Name", name, self.name.as_deref()),
+        ] {
+            match (sent, body) {
+                (Some(sent), Some(body)) if sent == body => {}
+                (Some(sent), Some(body)) => {
+                    return Err(format!(
+                        "the {header} header says `{sent}` and the body `{body}`"
+                    ));
+                }
+                (Some(sent), None) => {
+                    return Err(format!(
+                        "the {header} header says `{sent}`, and the body names nothing for it"
+                    ));
+                }
+                (None, Some(body)) if stateless => {
+                    return Err(format!(
+                        "a 2026-07-28 request needs the {header} header (`{body}`)"
+                    ));
+                }
+                (None, _) => {}
+            }
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn mirrored(line: &str) -> Mirrored {
+        let Line::Message(envelope) = read(line) else {
+            panic!("a message: {line}")
+        };
+        Mirrored::of(&envelope)
+    }
+
+    /// One test per row of [`Mirrored`]'s table.
+    #[test]
+    fn each_kind_of_message_mirrors_what_its_row_says() {
+        let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read","arguments":{}}}"#;
+        let prompt = r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"greet"}}"#;
+        let resource =
+            r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///a"}}"#;
+        let list = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+        let note =
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#;
+        let response = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+        let row = |method: Option<&str>, name: Option<&str>| Mirrored {
+            method: method.map(str::to_owned),
+            name: name.map(str::to_owned),
+        };
+        assert_eq!(mirrored(call), row(Some("tools/call"), Some("read")));
+        assert_eq!(mirrored(prompt), row(Some("prompts/get"), Some("greet")));
+        assert_eq!(
+            mirrored(resource),
+            row(Some("resources/read"), Some("file:///a"))
+        );
+        assert_eq!(mirrored(list), row(Some("tools/list"), None));
+        assert_eq!(mirrored(note), row(Some("notifications/cancelled"), None));
+        assert_eq!(mirrored(response), row(None, None));
+    }
+
+    #[test]
+    fn headers_that_disagree_with_the_body_are_refused_in_either_era() {
+        let call =
+            mirrored(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}"#);
+        for stateless in [false, true] {
+            assert!(
+                call.check(Some("tools/call"), Some("read"), stateless)
+                    .is_ok()
+            );
+            assert!(
+                call.check(Some("tools/list"), Some("read"), stateless)
+                    .is_err()
+            );
+            assert!(
+                call.check(Some("tools/call"), Some("write"), stateless)
+                    .is_err()
+            );
+        }
+        let list = mirrored(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#);
+        assert!(
+            list.check(Some("tools/list"), Some("read"), false).is_err(),
+            "a name where the body names none"
+        );
+    }
+
+    #[test]
+    fn missing_headers_are_refused_only_on_a_2026_07_28_request() {
+        let call =
+            mirrored(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read"}}"#);
+        assert!(
+            call.check(None, None, false).is_ok(),
+            "a handshake-era client sends none"
+        );
+        let why = call.check(None, None, true).unwrap_err();
+        assert!(why.contains("Mcp-Method"), "{why}");
+        let why = call.check(Some("tools/call"), None, true).unwrap_err();
+        assert!(why.contains("Mcp-Name"), "{why}");
+    }
 
     #[test]
     fn an_escaped_method_reads_as_the_server_reads_it() {
