@@ -336,3 +336,30 @@ async fn a_result_the_proxy_writes_is_tagged_final_in_the_revision_that_requires
     let redacted = s.client.json().await;
     assert!(redacted["result"].get("resultType").is_none(), "{redacted}");
 }
+
+/// A 2026-07-28 list result's caching directives reach the client as the
+/// server wrote them, on the list with the hidden tool taken out: what the
+/// client caches is the list it was meant to see.
+#[tokio::test]
+async fn a_cacheable_list_keeps_its_directives_and_its_hidden_tool_hidden() {
+    let mut s = start(ProxyConfig {
+        hidden_tools: ["secret_tool".to_string()].into(),
+        ..Default::default()
+    });
+    s.client
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#)
+        .await;
+    s.server.next().await.unwrap();
+    s.server
+        .send(r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":60000,"cacheScope":"public","tools":[{"name":"read"},{"name":"secret_tool"}]}}"#)
+        .await;
+    let listed = s.client.json().await;
+    assert_eq!(
+        listed["result"]["tools"],
+        json!([{"name": "read"}]),
+        "{listed}"
+    );
+    assert_eq!(listed["result"]["ttlMs"], 60000, "{listed}");
+    assert_eq!(listed["result"]["cacheScope"], "public", "{listed}");
+    assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+}
