@@ -22,7 +22,7 @@ use tokio::io::{
 use tokio::sync::mpsc;
 
 use crate::lines::{LineReader, Read};
-use crate::message::{self, Envelope, Line, code};
+use crate::message::{self, Line, code};
 
 /// The session's headers, learnt from the server's answers.
 #[derive(Default)]
@@ -93,28 +93,30 @@ impl Upstream {
                 // The proxy writes only what it read in full.
                 Read::TooLong(_) | Read::NotUtf8 => continue,
             };
-            let (id, method) = match message::read(&line) {
-                // Only a request is owed a response (not a notification,
-                // nor the client's own response to a server request).
-                Line::Message(Envelope {
-                    id,
-                    method: Some(method),
-                    ..
-                }) => (id.map(|id| id.get().to_owned()), Some(method.into_owned())),
-                _ => (None, None),
+            let (id, mirrored) = match message::read(&line) {
+                Line::Message(envelope) => {
+                    // Only a request is owed a response (not a
+                    // notification, nor the client's own response to a
+                    // server request).
+                    let id = envelope
+                        .method
+                        .as_ref()
+                        .and(envelope.id)
+                        .map(|id| id.get().to_owned());
+                    (id, message::Mirrored::of(&envelope))
+                }
+                _ => (None, message::Mirrored::default()),
             };
-            if listening.is_none() && method.as_deref() == Some("notifications/initialized") {
+            let method = mirrored.method.as_deref();
+            if listening.is_none() && method == Some("notifications/initialized") {
                 // The session is set up: listen for the server's own messages.
                 listening = Some(tokio::spawn(self.clone().listen()));
             }
             // Each request in its own task: a long call must not hold up
             // the ones after it.
             let upstream = self.clone();
-            let post = async move {
-                upstream
-                    .post(line, id, method.as_deref() == Some("initialize"))
-                    .await
-            };
+            let initialize = method == Some("initialize");
+            let post = async move { upstream.post(line, id, mirrored, initialize).await };
             tokio::spawn(post);
         }
         self.end_session().await;
@@ -124,7 +126,13 @@ impl Upstream {
     }
 
     /// One message POSTed; its answer (if any) read back as lines.
-    async fn post(self, line: String, id: Option<String>, initialize: bool) {
+    async fn post(
+        self,
+        line: String,
+        id: Option<String>,
+        mirrored: message::Mirrored,
+        initialize: bool,
+    ) {
         let mut request = self
             .http
             .post(&self.url)
@@ -134,14 +142,10 @@ impl Upstream {
         // servers require (and older ones ignore). A name that cannot be a
         // header value is left out: a server that needs it refuses the
         // request, and the client gets that refusal.
-        if let Line::Message(envelope) = message::read(&line) {
-            let mirrored = message::Mirrored::of(&envelope);
-            for (header, value) in [("mcp-method", mirrored.method), ("mcp-name", mirrored.name)] {
-                if let Some(value) =
-                    value.and_then(|v| reqwest::header::HeaderValue::from_str(&v).ok())
-                {
-                    request = request.header(header, value);
-                }
+        for (header, value) in [("mcp-method", mirrored.method), ("mcp-name", mirrored.name)] {
+            if let Some(value) = value.and_then(|v| reqwest::header::HeaderValue::from_str(&v).ok())
+            {
+                request = request.header(header, value);
             }
         }
         let mut request = request.body(line);

@@ -202,8 +202,18 @@ fn headers_match(headers: &HeaderMap, envelope: &message::Envelope<'_>) -> Resul
             .get(name)
             .map(|value| value.to_str().unwrap_or("\u{fffd}"))
     };
-    let stateless = message::Era::of_envelope(envelope) == message::Era::Stateless;
-    message::Mirrored::of(envelope).check(header("mcp-method"), header("mcp-name"), stateless)
+    // Read once, for the era and for the name.
+    let params = envelope.params.and_then(|p| {
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(p.get()).ok()
+    });
+    let stateless = params
+        .as_ref()
+        .is_some_and(|p| message::Era::of_request(p) == message::Era::Stateless);
+    message::Mirrored::of_params(envelope.method.as_deref(), params.as_ref()).check(
+        header("mcp-method"),
+        header("mcp-name"),
+        stateless,
+    )
 }
 
 /// Browsers send `Origin`; only this host's own pages may reach the server.

@@ -146,14 +146,6 @@ impl Era {
         }
     }
 
-    /// The era of a request as read: [`Era::of_request`] of its params.
-    pub fn of_envelope(envelope: &Envelope<'_>) -> Era {
-        envelope
-            .params
-            .and_then(|p| serde_json::from_str::<serde_json::Map<String, Value>>(p.get()).ok())
-            .map_or(Era::Handshake, |params| Era::of_request(&params))
-    }
-
     /// Tags `result` as a final result where the era requires it.
     pub fn tag(self, result: &mut Value) {
         if self == Era::Stateless
@@ -203,7 +195,7 @@ pub mod code {
 /// | `tools/call`, `prompts/get` | its method | `params.name` |
 /// | `resources/read` | its method | `params.uri` |
 /// | a response | — | — |
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Mirrored {
     /// The method, for `Mcp-Method`.
     pub method: Option<String>,
@@ -212,19 +204,38 @@ pub struct Mirrored {
 }
 
 impl Mirrored {
-    /// What `envelope`'s headers must say.
+    /// What `envelope`'s headers must say. Its params are read only for
+    /// a method that names a target.
     pub fn of(envelope: &Envelope<'_>) -> Mirrored {
-        let method = envelope.method.as_deref().map(str::to_owned);
-        let field = match method.as_deref() {
-            Some("tools/call" | "prompts/get") => Some("name"),
-            Some("resources/read") => Some("uri"),
+        let method = envelope.method.as_deref();
+        let params =
+            || serde_json::from_str::<serde_json::Map<String, Value>>(envelope.params?.get()).ok();
+        let params = Mirrored::target_field(method).and_then(|_| params());
+        Mirrored::of_params(method, params.as_ref())
+    }
+
+    /// What the headers of a message with `method` and `params`, already
+    /// read, must say.
+    pub fn of_params(
+        method: Option<&str>,
+        params: Option<&serde_json::Map<String, Value>>,
+    ) -> Mirrored {
+        let name = Mirrored::target_field(method)
+            .and_then(|field| params?.get(field)?.as_str())
+            .map(str::to_owned);
+        Mirrored {
+            method: method.map(str::to_owned),
+            name,
+        }
+    }
+
+    /// The field of params that `Mcp-Name` mirrors, for `method`.
+    fn target_field(method: Option<&str>) -> Option<&'static str> {
+        match method? {
+            "tools/call" | "prompts/get" => Some("name"),
+            "resources/read" => Some("uri"),
             _ => None,
-        };
-        let name = field.and_then(|field| {
-            let params: Value = serde_json::from_str(envelope.params?.get()).ok()?;
-            params.get(field)?.as_str().map(str::to_owned)
-        });
-        Mirrored { method, name }
+        }
     }
 
     /// Whether headers saying `method` and `name` (absent: `None`) may
