@@ -28,17 +28,26 @@ impl End {
             .unwrap();
     }
 
-    /// The next line, or `None` when nothing comes within a moment.
+    /// The next line, or `None` when nothing comes within a moment: for
+    /// checking that nothing does.
     async fn next(&mut self) -> Option<String> {
-        tokio::time::timeout(Duration::from_millis(500), self.read.next_line())
+        self.within(Duration::from_millis(500)).await
+    }
+
+    /// The next line, which must come (a loaded machine may take a while).
+    async fn line(&mut self) -> String {
+        self.within(Duration::from_secs(30)).await.expect("a message")
+    }
+
+    async fn within(&mut self, wait: Duration) -> Option<String> {
+        tokio::time::timeout(wait, self.read.next_line())
             .await
             .ok()
             .and_then(|line| line.ok().flatten())
     }
 
     async fn json(&mut self) -> Value {
-        let line = self.next().await.expect("a message");
-        serde_json::from_str(&line).unwrap()
+        serde_json::from_str(&self.line().await).unwrap()
     }
 }
 
@@ -110,7 +119,7 @@ async fn a_message_behind_a_bare_cr_is_not_a_message_of_its_own() {
             "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{{\"_\":\r{hidden}\r}}}}"
         ))
         .await;
-    let forwarded = s.server.next().await.unwrap();
+    let forwarded = s.server.line().await;
     assert!(
         !forwarded.contains('\r'),
         "a reader splitting at CR would find the hidden call: {forwarded:?}"
@@ -121,7 +130,7 @@ async fn a_message_behind_a_bare_cr_is_not_a_message_of_its_own() {
 async fn a_response_with_its_id_spelled_otherwise_ends_the_session_unforwarded() {
     let mut s = start(ProxyConfig::default());
     s.client.send(&call(json!(7), "read", json!({}))).await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server.send(&result(json!("7"), "unguarded")).await;
     let answer = s.client.json().await;
     assert_eq!(answer["id"], 7);
@@ -145,7 +154,7 @@ async fn a_malformed_or_unreadable_result_is_never_forwarded() {
     ] {
         let mut s = start(ProxyConfig::default());
         s.client.send(&call(json!(7), "read", json!({}))).await;
-        s.server.next().await.unwrap();
+        s.server.line().await;
         s.server.send(&bad).await;
         s.server.send(&result(json!(7), "unguarded")).await;
         let answer = s.client.json().await;
@@ -168,12 +177,12 @@ async fn each_flow_is_answered_as_the_rules_say() {
     s.client
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read","arguments":{"p":"\u002d"},"task":{"ttl":60000}}}"#)
         .await;
-    let forwarded: Value = serde_json::from_str(&s.server.next().await.unwrap()).unwrap();
+    let forwarded: Value = serde_json::from_str(&s.server.line().await).unwrap();
     assert_eq!(forwarded["params"]["arguments"], json!({"p": "-"}));
     assert!(forwarded["params"].get("task").is_none(), "{forwarded}");
     // rewrite-result.
     s.client.send(&call(json!(3), "redact", json!({}))).await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server.send(&result(json!(2), "fine")).await;
     s.server.send(&result(json!(3), "SECRET")).await;
     assert_eq!(
@@ -212,7 +221,7 @@ async fn ids_batches_and_cancellations_leave_nothing_waiting_or_misrouted() {
     let mut s = start(ProxyConfig::default());
     // An id still waiting is refused, not overwritten.
     s.client.send(&call(json!(1), "read", json!({}))).await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.client
         .send(&call(json!(1), "read", json!({"again": true})))
         .await;
@@ -232,10 +241,10 @@ async fn ids_batches_and_cancellations_leave_nothing_waiting_or_misrouted() {
     s.client
         .send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#)
         .await;
-    assert!(s.server.next().await.unwrap().contains("cancelled"));
+    assert!(s.server.line().await.contains("cancelled"));
     s.server.send(&result(json!(1), "late")).await;
     s.client.send(&call(json!(2), "read", json!({}))).await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server.send(&result(json!(2), "on time")).await;
     assert_eq!(
         s.client.json().await["result"]["content"][0]["text"],
@@ -262,7 +271,7 @@ async fn hidden_tools_are_not_listed_and_not_callable() {
     s.client
         .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
         .await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server
         .send(r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"read"},{"name":"secret\u005ftool"}]}}"#)
         .await;
@@ -310,14 +319,14 @@ async fn a_result_the_proxy_writes_is_tagged_final_in_the_revision_that_requires
     assert_eq!(skipped["result"]["resultType"], "complete", "{skipped}");
     assert_eq!(skipped["result"]["isError"], true, "{skipped}");
     s.client.send(&stateless_call(json!(2), "redact")).await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server.send(&result(json!(2), "SECRET")).await;
     let redacted = s.client.json().await;
     assert_eq!(redacted["result"]["resultType"], "complete", "{redacted}");
     assert_eq!(redacted["result"]["content"][0]["text"], "[redacted]");
     // A server that tags its results gets its rewritten ones tagged too.
     s.client.send(&call(json!(3), "redact", json!({}))).await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server
         .send(
             &json!({"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete",
@@ -331,7 +340,7 @@ async fn a_result_the_proxy_writes_is_tagged_final_in_the_revision_that_requires
     let skipped = s.client.json().await;
     assert!(skipped["result"].get("resultType").is_none(), "{skipped}");
     s.client.send(&call(json!(5), "redact", json!({}))).await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server.send(&result(json!(5), "SECRET")).await;
     let redacted = s.client.json().await;
     assert!(redacted["result"].get("resultType").is_none(), "{redacted}");
@@ -349,7 +358,7 @@ async fn a_cacheable_list_keeps_its_directives_and_its_hidden_tool_hidden() {
     s.client
         .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#)
         .await;
-    s.server.next().await.unwrap();
+    s.server.line().await;
     s.server
         .send(r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":60000,"cacheScope":"public","tools":[{"name":"read"},{"name":"secret_tool"}]}}"#)
         .await;
