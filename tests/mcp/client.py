@@ -160,7 +160,25 @@ async def eras(mode, command):
     return out
 
 
-SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash, eras]}
+async def old_server(mode, command):
+    """The SDK's `Client` in `mode` in front of tests/mcp/rmcp-server, which
+    takes only the initialize handshake and exits on any other first
+    request: the proxy must not send it `server/discover`."""
+    from mcp import Client
+
+    server = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(server, mode=mode) as client:
+        out = {"protocol_version": client.protocol_version}
+        info = client.server_info
+        out["server"] = info.name if info else None
+        out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+        out["denied"] = await call(client, "remove", {"path": "/etc/passwd"})
+        out["allowed"] = await call(client, "echo", {"text": "hi"})
+        out["again"] = await call(client, "echo", {"text": "still here"})
+    return out
+
+
+SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash, eras, old_server]}
 
 
 def main():

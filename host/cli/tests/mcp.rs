@@ -343,6 +343,72 @@ config = { deny = "get_current_time" }
     }
 }
 
+/// tests/mcp/rmcp-server, built (cargo has it fresh after a workspace
+/// build: this is then a no-op).
+fn rmcp_server() -> String {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--quiet", "-p", "hookbox-rmcp-server", "--message-format=json"])
+        .current_dir(repo())
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("cargo runs");
+    assert!(built.status.success(), "building tests/mcp/rmcp-server failed");
+    String::from_utf8_lossy(&built.stdout)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find_map(|message| message["executable"].as_str().map(str::to_owned))
+        .expect("cargo names the server's executable")
+}
+
+/// A client of either era in front of a server built on rmcp 2.2, which
+/// takes only the initialize handshake and exits when its first request is
+/// anything else: the proxy initializes it on a 2026-07-28 client's behalf
+/// (the `server/discover` probe never reaches it), and every flow works in
+/// the era the client asked for.
+#[test]
+fn a_client_of_either_era_works_with_a_server_from_before_the_revision() {
+    let Some(mcp) = installed() else { return };
+    let manifest = r#"
+[[plugin]]
+file = "deny-tools.wasm"
+config = { deny = "remove" }
+"#;
+    let plugins = plugin_dir("old-server", manifest);
+    let server = rmcp_server();
+    for (mode, era) in [
+        ("auto", "2026-07-28"),
+        ("2026-07-28", "2026-07-28"),
+        ("legacy", "2025-11-25"),
+    ] {
+        let saw = client(mcp, "old_server", mode, &proxy(&plugins, &[], &[&server]));
+        assert_eq!(saw["protocol_version"], era, "mode {mode}: {saw}");
+        // A client pinned to the revision asks nothing the name is in.
+        if mode != "2026-07-28" {
+            assert_eq!(saw["server"], "hookbox-rmcp-server", "mode {mode}: {saw}");
+        }
+        assert_eq!(saw["tools"], json!(["echo", "remove"]), "mode {mode}: {saw}");
+        assert_eq!(saw["denied"]["is_error"], true, "mode {mode}: {saw}");
+        assert!(
+            saw["denied"]["text"]
+                .as_str()
+                .is_some_and(|text| text.contains("denied by policy")),
+            "mode {mode}: {saw}"
+        );
+        assert_eq!(saw["allowed"]["text"], "echo: hi", "mode {mode}: {saw}");
+        assert_eq!(saw["again"]["text"], "echo: still here", "mode {mode}: {saw}");
+    }
+    // Straight to the server, the probe ends it: what the proxy spares it.
+    let direct = client_process(mcp, "old_server", "auto", &[server])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        !direct.status.success(),
+        "the rmcp 2.2 server took server/discover after all; this test proves nothing"
+    );
+}
+
 /// What the `everything` scenario must see on any transport: plain and
 /// structured results, progress, a server's sampling request, and a call
 /// after a cancelled one.

@@ -6,7 +6,8 @@
 //! | its result (server → client) | a `tool-result` event (the result as JSON; `isError`, or a JSON-RPC error, is an error outcome): rewrite-result replaces what the client sees (a whole result when the guard wrote one, else its text as the only content); terminate answers with an error |
 //! | a call to a hidden tool | answered as a call to a tool that does not exist; hidden tools are left out of `tools/list` |
 //! | `notifications/cancelled` | forwarded, unless it names a call the proxy answered itself |
-//! | everything else, both ways | passed through byte for byte, in order |
+//! | the session's first 2026-07-28 request | settles which revision the server takes, never by sending it `server/discover` ([`bridge`]'s table) |
+//! | everything else, both ways | passed through byte for byte, in order (completed for a bridged 2026-07-28 client) |
 //! | a JSON-RPC batch from the client, a line that is not JSON | refused with a JSON-RPC error (never forwarded: the server might read it another way) |
 //! | a line from the server that is not a message | ends the session: nothing of it reaches the client, calls still waiting are answered with an error |
 //!
@@ -21,6 +22,7 @@
 //! envelope, and is written out as the bytes it read.
 
 pub mod http_upstream;
+pub mod bridge;
 mod lines;
 pub mod listen;
 pub mod message;

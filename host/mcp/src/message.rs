@@ -175,6 +175,8 @@ pub mod code {
     pub const PARSE_ERROR: i64 = -32700;
     /// Not a valid request (a batch, which hookbox does not forward).
     pub const INVALID_REQUEST: i64 = -32600;
+    /// A method the other side does not have.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
     /// Params that cannot be read, or a tool that is not offered.
     pub const INVALID_PARAMS: i64 = -32602;
     /// The proxy's own refusal: a guard terminated the call, the stack

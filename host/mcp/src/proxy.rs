@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::bridge::{self, Upstream};
 use crate::lines::{LineReader, Read};
 use crate::message::{self, Envelope, Era, Line, code, id_key};
 
@@ -68,15 +69,23 @@ pub enum Ended {
     ClientClosed,
 }
 
-/// A client request forwarded to the server, waiting for its response.
+/// A request forwarded to the server, waiting for its response.
 enum Outstanding {
     /// A `tools/call`: its result is guarded.
     Call(Pending),
-    /// A `tools/list`: hidden tools are taken out of its result.
-    List,
-    /// Anything else: its response passes.
-    Other,
+    /// A `tools/list`: hidden tools are taken out of its result, which is
+    /// completed for a bridged 2026-07-28 request ([`bridge`]).
+    List { complete: bool },
+    /// Anything else: its response passes, completed for a bridged
+    /// 2026-07-28 request of this method.
+    Other { complete: Option<String> },
+    /// The proxy's own `initialize` ([`bridge`]): its answer goes to the
+    /// client pump waiting for it, not to the client.
+    Probe,
 }
+
+/// How long the proxy waits for the server to answer its own `initialize`.
+const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Requests waiting for the server at once, at most; one more is refused.
 const MAX_OUTSTANDING: usize = 4096;
@@ -107,6 +116,10 @@ struct Session {
     answered_here: Mutex<VecDeque<String>>,
     hidden: BTreeSet<String>,
     calls: AtomicU64,
+    /// Which revision the server takes ([`bridge`]).
+    upstream: Mutex<Upstream>,
+    /// The client pump waiting for the answer to the proxy's `initialize`.
+    probe: Mutex<Option<tokio::sync::oneshot::Sender<Result<Value, Value>>>>,
     /// The session's span, open while it lasts: each decision's span is a
     /// child of it.
     span: tracing::Span,
@@ -137,6 +150,10 @@ impl Session {
 
     fn outstanding(&self) -> std::sync::MutexGuard<'_, HashMap<String, Outstanding>> {
         self.outstanding.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn upstream(&self) -> std::sync::MutexGuard<'_, Upstream> {
+        self.upstream.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -185,9 +202,12 @@ pub async fn proxy(
         answered_here: Mutex::default(),
         hidden: config.hidden_tools.clone(),
         calls: AtomicU64::new(0),
+        upstream: Mutex::default(),
+        probe: Mutex::default(),
     });
     let (to_client, client_writer) = writer(client_out, "writing to the client");
     let (to_server, server_writer) = writer(server_out, "writing to the MCP server");
+    let to_server_weak = to_server.downgrade();
     let client_closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (done, client_done) = tokio::sync::oneshot::channel::<()>();
     let from_client = tokio::spawn({
@@ -204,8 +224,10 @@ pub async fn proxy(
         }
     });
     let reader = LineReader::new(server_in, config.max_line_bytes);
+    // Weak: the client pump's going still closes the server's input.
+    let answer_server = to_server_weak;
     let result = tokio::select! {
-        result = server_pump(&session, reader, &to_client) => result,
+        result = server_pump(&session, reader, &to_client, &answer_server) => result,
         // The client is gone and the server does not finish: stop waiting.
         () = async {
             if client_done.await.is_ok() {
@@ -372,6 +394,12 @@ async fn client_message(
             tracing::warn!("a tools/call without an id (a notification) is not forwarded");
             return Ok(());
         }
+        if method == Some("notifications/initialized")
+            && matches!(*session.upstream(), Upstream::Bridged(_))
+        {
+            // The proxy ended the handshake itself.
+            return Ok(());
+        }
         // A notification, or the client's response to a server request.
         return send(to_server, line.to_owned()).await;
     };
@@ -399,16 +427,119 @@ async fn client_message(
         )
         .await;
     }
+    let bridged = match era_of_server(session, method, envelope, to_server).await? {
+        Ok(bridged) => bridged,
+        Err(why) => {
+            return send(to_client, message::error(Some(id), code::REFUSED, &why)).await;
+        }
+    };
+    if let Some(answer) = answered_for_the_server(session, method, id) {
+        session.answered_here(key);
+        return send(to_client, answer).await;
+    }
+    // A bridged server gets 2026-07-28 requests without the revision's
+    // `_meta`, and its results are completed for the client.
+    let stateless = bridged
+        && bridge::names_revision(params_of(envelope).as_ref());
+    let line = if stateless {
+        bridge::for_handshake_server(line).unwrap_or_else(|| line.to_owned())
+    } else {
+        line.to_owned()
+    };
     match method {
-        "tools/call" => tool_call(session, envelope, id, line, to_client, to_server).await,
+        "tools/call" => tool_call(session, envelope, id, &line, stateless, to_client, to_server).await,
         "tools/list" => {
-            session.outstanding().insert(key, Outstanding::List);
-            send(to_server, line.to_owned()).await
+            session
+                .outstanding()
+                .insert(key, Outstanding::List { complete: stateless });
+            send(to_server, line).await
         }
         _ => {
-            session.outstanding().insert(key, Outstanding::Other);
-            send(to_server, line.to_owned()).await
+            let complete = stateless.then(|| method.to_owned());
+            session
+                .outstanding()
+                .insert(key, Outstanding::Other { complete });
+            send(to_server, line).await
         }
+    }
+}
+
+fn params_of(envelope: &Envelope<'_>) -> Option<serde_json::Map<String, Value>> {
+    envelope
+        .params
+        .and_then(|p| serde_json::from_str::<serde_json::Map<String, Value>>(p.get()).ok())
+}
+
+/// Settles which revision the server takes before a request of `method`
+/// moves ([`bridge`]): whether the server is bridged, or why the request
+/// cannot be sent.
+async fn era_of_server(
+    session: &Session,
+    method: &str,
+    envelope: &Envelope<'_>,
+    to_server: &mpsc::Sender<String>,
+) -> Result<Result<bool, String>, Error> {
+    match &*session.upstream() {
+        Upstream::Bridged(_) => return Ok(Ok(true)),
+        Upstream::Handshake | Upstream::Stateless => return Ok(Ok(false)),
+        Upstream::Fresh => {}
+    }
+    if method == "initialize" {
+        *session.upstream() = Upstream::Handshake;
+        return Ok(Ok(false));
+    }
+    let params = params_of(envelope);
+    if method != "server/discover" && !bridge::names_revision(params.as_ref()) {
+        return Ok(Ok(false));
+    }
+    // The first 2026-07-28 request: the server is asked to initialize,
+    // which a server of either era can answer.
+    let (answer, answered) = tokio::sync::oneshot::channel();
+    *session.probe.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer);
+    session
+        .outstanding()
+        .insert(bridge::PROBE_ID.to_owned(), Outstanding::Probe);
+    send(to_server, bridge::initialize(params.as_ref())).await?;
+    match tokio::time::timeout(PROBE_WAIT, answered).await {
+        Ok(Ok(Ok(init))) => {
+            send(to_server, bridge::initialized()).await?;
+            *session.upstream() = Upstream::Bridged(init);
+            Ok(Ok(true))
+        }
+        Ok(Ok(Err(_refused))) => {
+            *session.upstream() = Upstream::Stateless;
+            Ok(Ok(false))
+        }
+        Ok(Err(_)) => Ok(Err(
+            "hookbox: the MCP server exited before answering initialize".into(),
+        )),
+        Err(_) => {
+            tracing::warn!(
+                "the MCP server did not answer initialize within {} s",
+                PROBE_WAIT.as_secs()
+            );
+            Err(Error::Upstream(format!(
+                "no answer to initialize within {} s",
+                PROBE_WAIT.as_secs()
+            )))
+        }
+    }
+}
+
+/// The proxy's own answer to a request of `method` the server cannot take
+/// in the session's era ([`bridge`]), if it is one.
+fn answered_for_the_server(session: &Session, method: &str, id: &RawValue) -> Option<String> {
+    match (&*session.upstream(), method) {
+        (Upstream::Bridged(init), "server/discover") => {
+            Some(message::response(id, &bridge::discover_result(init)))
+        }
+        (Upstream::Bridged(init), "initialize") => Some(message::response(id, init)),
+        (Upstream::Handshake, "server/discover") => Some(message::error(
+            Some(id),
+            code::METHOD_NOT_FOUND,
+            "hookbox: this session began with initialize; server/discover is not part of it",
+        )),
+        _ => None,
     }
 }
 
@@ -452,6 +583,7 @@ async fn tool_call(
     envelope: &Envelope<'_>,
     id: &RawValue,
     line: &str,
+    bridged: bool,
     to_client: &mpsc::Sender<String>,
     to_server: &mpsc::Sender<String>,
 ) -> Result<(), Error> {
@@ -572,6 +704,9 @@ async fn tool_call(
             let params = message.get_mut("params")?.as_object_mut()?;
             params.insert("arguments".into(), value);
             params.remove("task");
+            if bridged {
+                bridge::strip_revision_meta(params);
+            }
             Some(message.to_string())
         });
     let Some(outgoing) = outgoing else {
@@ -602,6 +737,7 @@ async fn server_pump(
     session: &Session,
     mut reader: LineReader<impl AsyncBufRead + Unpin>,
     to_client: &mpsc::Sender<String>,
+    to_server: &mpsc::WeakSender<String>,
 ) -> Result<(), Error> {
     loop {
         let line = match reader.next().await {
@@ -639,10 +775,12 @@ async fn server_pump(
                     }
                 }
                 for (envelope, text) in messages {
-                    server_message(session, &envelope, text, to_client).await?;
+                    server_message(session, &envelope, text, to_client, to_server).await?;
                 }
             }
-            Line::Message(envelope) => server_message(session, &envelope, &line, to_client).await?,
+            Line::Message(envelope) => {
+                server_message(session, &envelope, &line, to_client, to_server).await?;
+            }
         }
     }
 }
@@ -652,11 +790,32 @@ async fn server_message(
     envelope: &Envelope<'_>,
     line: &str,
     to_client: &mpsc::Sender<String>,
+    to_server: &mpsc::WeakSender<String>,
 ) -> Result<(), Error> {
     let key = match envelope.id_key() {
         Some(key) if envelope.is_response() => key,
         // A request or notification of the server's own.
-        _ => return send(to_client, line.to_owned()).await,
+        _ => {
+            if let (Some(method), Some(id)) = (envelope.method.as_deref(), envelope.id)
+                && matches!(*session.upstream(), Upstream::Bridged(_))
+            {
+                // A 2026-07-28 client takes no request from the server.
+                let answer = if method == "ping" {
+                    message::response(id, &json!({}))
+                } else {
+                    message::error(
+                        Some(id),
+                        code::METHOD_NOT_FOUND,
+                        &format!("hookbox: the client is on MCP 2026-07-28, which has no {method} from the server"),
+                    )
+                };
+                if let Some(to_server) = to_server.upgrade() {
+                    send(&to_server, answer).await?;
+                }
+                return Ok(());
+            }
+            return send(to_client, line.to_owned()).await;
+        }
     };
     // Every response answers a request the client made and is still
     // waiting for, matched exactly; anything else could be a result that
@@ -681,11 +840,43 @@ async fn server_message(
             }
             guarded
         }
-        Some(Outstanding::List) => {
+        Some(Outstanding::List { complete }) => {
             let listed = without_hidden(&session.hidden, envelope.result, line)?;
+            let listed = if complete {
+                bridge::completed_line(&listed, Era::Stateless, "tools/list")
+            } else {
+                listed
+            };
             send(to_client, listed).await
         }
-        Some(Outstanding::Other) => send(to_client, line.to_owned()).await,
+        Some(Outstanding::Other { complete: None }) => send(to_client, line.to_owned()).await,
+        Some(Outstanding::Other {
+            complete: Some(method),
+        }) => {
+            let completed = bridge::completed_line(line, Era::Stateless, &method);
+            send(to_client, completed).await
+        }
+        Some(Outstanding::Probe) => {
+            let answer = match (envelope.result, envelope.error) {
+                (Some(result), None) => serde_json::from_str::<Value>(result.get())
+                    .ok()
+                    .filter(Value::is_object)
+                    .ok_or(Value::Null),
+                _ => Err(envelope
+                    .error
+                    .and_then(|e| serde_json::from_str(e.get()).ok())
+                    .unwrap_or(Value::Null)),
+            };
+            if let Some(waiting) = session
+                .probe
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+            {
+                let _ = waiting.send(answer);
+            }
+            Ok(())
+        }
         None if session
             .cancelled
             .lock()
@@ -817,7 +1008,12 @@ async fn tool_result(
     };
     let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
     let answer = match (decision.flow, original, error) {
-        (Flow::Continue, Some(result), _) => message::response(&id, &result),
+        (Flow::Continue, Some(mut result), _) => {
+            if era == Era::Stateless {
+                bridge::complete(&mut result, "tools/call");
+            }
+            message::response(&id, &result)
+        }
         (Flow::Continue, None, Some(error)) => message::error_object(&id, error),
         (Flow::RewriteResult(text), Some(original), _) => {
             message::response(&id, &rewritten_result(&original, &text, era))

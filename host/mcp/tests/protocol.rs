@@ -310,11 +310,25 @@ fn stateless_call(id: Value, tool: &str) -> String {
     .to_string()
 }
 
+/// The server's part when the session's first 2026-07-28 request comes:
+/// the proxy's `initialize` (it never sends such a server anything else
+/// first), refused as a server of the revision only refuses it.
+async fn refuse_initialize_as_a_2026_server(s: &mut Session) {
+    let probe: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(probe["method"], "initialize", "{probe}");
+    assert_eq!(probe["params"]["capabilities"], json!({}), "{probe}");
+    s.server
+        .send(&json!({"jsonrpc": "2.0", "id": probe["id"], "error": {"code": -32022,
+            "message": "unsupported protocol version", "data": {"supported": ["2026-07-28"]}}}).to_string())
+        .await;
+}
+
 #[tokio::test]
 async fn a_result_the_proxy_writes_is_tagged_final_in_the_revision_that_requires_it() {
     let mut s = start(ProxyConfig::default());
     // 2026-07-28: every result carries `resultType`, the proxy's own too.
     s.client.send(&stateless_call(json!(1), "blocked")).await;
+    refuse_initialize_as_a_2026_server(&mut s).await;
     let skipped = s.client.json().await;
     assert_eq!(skipped["result"]["resultType"], "complete", "{skipped}");
     assert_eq!(skipped["result"]["isError"], true, "{skipped}");
@@ -358,7 +372,12 @@ async fn a_cacheable_list_keeps_its_directives_and_its_hidden_tool_hidden() {
     s.client
         .send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#)
         .await;
-    s.server.line().await;
+    refuse_initialize_as_a_2026_server(&mut s).await;
+    let forwarded: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(
+        forwarded["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+        "a 2026-07-28 server gets the request as it came: {forwarded}"
+    );
     s.server
         .send(r#"{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":60000,"cacheScope":"public","tools":[{"name":"read"},{"name":"secret_tool"}]}}"#)
         .await;
@@ -371,4 +390,110 @@ async fn a_cacheable_list_keeps_its_directives_and_its_hidden_tool_hidden() {
     assert_eq!(listed["result"]["ttlMs"], 60000, "{listed}");
     assert_eq!(listed["result"]["cacheScope"], "public", "{listed}");
     assert_eq!(listed["result"]["resultType"], "complete", "{listed}");
+}
+
+const META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// A 2026-07-28 client in front of a server that takes only the handshake
+/// (crate `bridge`'s table): the server is initialized on the client's
+/// behalf and never sees `server/discover`; `server/discover` is answered
+/// from its `initialize` result; requests reach it without the revision's
+/// `_meta`; its results reach the client complete; its `ping` is answered
+/// for the client, its other requests refused.
+#[tokio::test]
+async fn a_server_that_takes_only_the_handshake_is_bridged_for_a_2026_client() {
+    let mut s = start(ProxyConfig::default());
+    s.client
+        .send(&json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": {
+            META: "2026-07-28", "io.modelcontextprotocol/clientInfo": {"name": "app", "version": "9"}}}}).to_string())
+        .await;
+    let probe: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(probe["method"], "initialize", "{probe}");
+    assert_eq!(probe["params"]["protocolVersion"], "2025-11-25");
+    assert_eq!(probe["params"]["clientInfo"]["name"], "app", "{probe}");
+    s.server
+        .send(&json!({"jsonrpc": "2.0", "id": probe["id"], "result": {"protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}}, "serverInfo": {"name": "old", "version": "1"}}}).to_string())
+        .await;
+    let initialized: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(initialized["method"], "notifications/initialized");
+    let discovered = s.client.json().await;
+    assert_eq!(discovered["id"], 1);
+    assert_eq!(discovered["result"]["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(discovered["result"]["capabilities"], json!({"tools": {}}));
+    assert_eq!(discovered["result"]["resultType"], "complete");
+
+    // A request: to the server without the revision's keys; its result
+    // back complete, a list's uncacheable.
+    s.client
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": {META: "2026-07-28", "progressToken": 5}}}).to_string())
+        .await;
+    let forwarded: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(forwarded["params"], json!({"_meta": {"progressToken": 5}}), "{forwarded}");
+    s.server
+        .send(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"read"}]}}"#)
+        .await;
+    let listed = s.client.json().await;
+    assert_eq!(
+        listed["result"],
+        json!({"tools": [{"name": "read"}], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
+    );
+    // A guarded call, forwarded and answered: the same.
+    s.client.send(&stateless_call(json!(3), "read")).await;
+    let forwarded: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert!(forwarded["params"].get("_meta").is_none(), "{forwarded}");
+    s.server.send(&result(json!(3), "text")).await;
+    let answered = s.client.json().await;
+    assert_eq!(answered["result"]["resultType"], "complete", "{answered}");
+    assert_eq!(answered["result"]["content"][0]["text"], "text");
+
+    // The server's own requests: a ping is answered for the client, a
+    // sampling request refused; neither reaches the client.
+    s.server
+        .send(r#"{"jsonrpc":"2.0","id":"p","method":"ping"}"#)
+        .await;
+    let pong: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(pong, json!({"jsonrpc": "2.0", "id": "p", "result": {}}));
+    s.server
+        .send(r#"{"jsonrpc":"2.0","id":"q","method":"sampling/createMessage","params":{}}"#)
+        .await;
+    let refused: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(refused["id"], "q");
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+    assert_eq!(s.client.next().await, None, "nothing of those reaches the client");
+
+    // A handshake-era initialize is answered from what the server said,
+    // and the server does not get a second handshake.
+    s.client
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#)
+        .await;
+    assert_eq!(s.client.json().await["result"]["serverInfo"]["name"], "old");
+    s.client
+        .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+    assert_eq!(s.server.next().await, None, "the handshake is not sent twice");
+    drop(s.client);
+    assert!(s.done.await.unwrap().is_ok());
+}
+
+/// A session begun with `initialize` is in the handshake era: no probe, and
+/// a `server/discover` after it is answered "method not found" rather than
+/// sent to a server that may exit on it.
+#[tokio::test]
+async fn a_handshake_session_never_sends_the_server_a_discover() {
+    let mut s = start(ProxyConfig::default());
+    s.client
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#)
+        .await;
+    let forwarded: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(forwarded["id"], 1, "the client's own initialize: {forwarded}");
+    s.server
+        .send(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#)
+        .await;
+    assert_eq!(s.client.json().await["result"]["serverInfo"]["name"], "s");
+    s.client
+        .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": {META: "2026-07-28"}}}).to_string())
+        .await;
+    assert_eq!(s.client.json().await["error"]["code"], -32601);
+    assert_eq!(s.server.next().await, None);
 }
