@@ -8,15 +8,22 @@ memory for its session.
     tests/mcp/setup.sh
     target/mcp/venv/bin/python bench/mcp/run.py [CALLS]
 
-The server is the reference `@modelcontextprotocol/server-everything`; the
-call is its `echo` with a 1 KiB message, which every guard lets through, so
-the whole stack runs on the call and on its result. The client is the
-official Python SDK's. Prints median and p99 per call in ms, the difference
-of medians (the proxy's cost), and the proxy's RSS after the calls."""
+Two servers, each straight and through the proxy:
+- the npm reference `@modelcontextprotocol/server-everything` and its `echo`
+  with a 1 KiB message, from the SDK's handshake-era `ClientSession`;
+- the PyPI reference `mcp-server-time` (both eras) and its
+  `get_current_time`, from the SDK's `Client` in each era: `legacy` and
+  pinned to 2026-07-28 (through the proxy that session is bridged: the
+  server initialized on the client's behalf, requests and results
+  translated).
+Every guard lets the calls through, so the whole stack runs on each call
+and its result. Prints median and p99 per call in ms and, per pair, the
+difference of medians (the proxy's cost) and the ratio."""
 import os
 import statistics
 import sys
 import time
+from contextlib import AsyncExitStack
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
@@ -25,6 +32,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HOOKBOX = os.path.join(ROOT, "target", "release", "hookbox")
 PLUGINS = os.path.join(ROOT, "target", "bench-mcp", "plugins")
 SERVER = os.path.join(ROOT, "target", "mcp", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+TIME_SERVER = os.path.join(ROOT, "target", "mcp", "venv", "bin", "mcp-server-time")
 CALLS = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 MESSAGE = "x" * 1024
 
@@ -65,38 +73,58 @@ def hookbox_pid():
     return None
 
 
+def proxied(command, args, plugins):
+    return StdioServerParameters(command=HOOKBOX, args=["mcp", "--plugins", plugins, "--", command, *args],
+                                 env={**os.environ, "HOOKBOX_CACHE_DIR": os.path.join(ROOT, "target", "bench-mcp", "cache")})
+
+
 async def main():
+    from mcp import Client
+
     plugins = plugin_dir()
-    direct = StdioServerParameters(command="node", args=[SERVER, "stdio"])
-    proxied = StdioServerParameters(command=HOOKBOX, args=["mcp", "--plugins", plugins, "--", "node", SERVER, "stdio"],
-                                    env={**os.environ, "HOOKBOX_CACHE_DIR": os.path.join(ROOT, "target", "bench-mcp", "cache")})
-    times = {"direct": [], "hookbox mcp": []}
-    async with stdio_client(direct) as (r1, w1), ClientSession(r1, w1) as plain, \
-            stdio_client(proxied) as (r2, w2), ClientSession(r2, w2) as guarded:
-        await plain.initialize()
-        await guarded.initialize()
-        sessions = {"direct": plain, "hookbox mcp": guarded}
-        for _ in range(20):  # warm both
-            for s in sessions.values():
-                await s.call_tool("echo", {"message": MESSAGE})
+    everything = StdioServerParameters(command="node", args=[SERVER, "stdio"])
+    time_server = StdioServerParameters(command=TIME_SERVER, args=[])
+    times = {}
+    echo = ("echo", {"message": MESSAGE})
+    clock = ("get_current_time", {"timezone": "UTC"})
+    async with AsyncExitStack() as stack:
+        sessions = {}
+        for name, server in [("everything, handshake", everything),
+                             ("everything, handshake, hookbox mcp", proxied("node", [SERVER, "stdio"], plugins))]:
+            r, w = await stack.enter_async_context(stdio_client(server))
+            session = await stack.enter_async_context(ClientSession(r, w))
+            await session.initialize()
+            sessions[name] = (session, echo)
+        for era in ["legacy", "2026-07-28"]:
+            for suffix, server in [("", time_server), (", hookbox mcp", proxied(TIME_SERVER, [], plugins))]:
+                client = await stack.enter_async_context(Client(server, mode=era))
+                sessions[f"time, {era}{suffix}"] = (client, clock)
+        for _ in range(20):  # warm all
+            for s, (tool, args) in sessions.values():
+                await s.call_tool(tool, args)
+        for name in sessions:
+            times[name] = []
         for _ in range(CALLS):
-            for name, s in sessions.items():
+            for name, (s, (tool, args)) in sessions.items():
                 start = time.perf_counter()
-                result = await s.call_tool("echo", {"message": MESSAGE})
+                result = await s.call_tool(tool, args)
                 times[name].append((time.perf_counter() - start) * 1e3)
                 assert not result.is_error, result
         pid = hookbox_pid()
         rss = rss_kib(pid) if pid else 0
-    print(f"{CALLS} calls of `echo` (1 KiB), through 4 guards vs straight to server-everything")
+    print(f"{CALLS} calls each, through 4 guards vs straight to the server")
     medians = {}
     for name, samples in times.items():
         samples.sort()
         medians[name] = statistics.median(samples)
         p99 = samples[int(len(samples) * 0.99) - 1]
-        print(f"  {name:12} median {medians[name]:.3f} ms   p99 {p99:.3f} ms")
-    print(f"  added by the proxy: {medians['hookbox mcp'] - medians['direct']:.3f} ms per call (median), "
-          f"{medians['hookbox mcp'] / medians['direct']:.2f}x")
-    print(f"  proxy resident memory for the session: {rss / 1024:.1f} MiB")
+        print(f"  {name:42} median {medians[name]:.3f} ms   p99 {p99:.3f} ms")
+    for name in times:
+        if name.endswith(", hookbox mcp"):
+            base = name.removesuffix(", hookbox mcp")
+            print(f"  added by the proxy ({base}): {medians[name] - medians[base]:.3f} ms per call (median), "
+                  f"{medians[name] / medians[base]:.2f}x")
+    print(f"  a proxy's resident memory for its session: {rss / 1024:.1f} MiB")
 
 
 anyio.run(main)

@@ -10,6 +10,11 @@
 //! | `UserPromptSubmit` | `completion-call` | no opinion | a patch of only extra-context → `additionalContext`; any other patch, terminate → `decision: "block"` (the prompt is erased) |
 //! | any other | — | no opinion: exit 0, a note on stderr | — |
 //!
+//! No opinion is no output: Claude Code's own permissions decide.
+//! `permissionDecision: "defer"` is never written: it is not a neutral
+//! answer but a pause of a headless session (`claude -p` exits with the call
+//! for its caller to approve), so a guard's continue cannot mean it.
+//!
 //! Every failure on a mapped event (a stack that failed closed, an input
 //! that cannot be read or is too large, an answer the protocol cannot
 //! express, a state that cannot be kept) is that event's own block, as its

@@ -16,6 +16,7 @@
 
 mod agent_hook;
 mod author;
+mod hook_config;
 mod mcp;
 mod run;
 pub mod telemetry;
@@ -76,6 +77,11 @@ struct HookArgs {
     /// `postToolUse`).
     #[arg(long)]
     event: Option<String>,
+    /// Print the agent's hook configuration for this command (on stdout)
+    /// and what the agent needs before it runs it (on stderr: Codex's
+    /// trust review) instead of answering a hook. Claude Code and Codex.
+    #[arg(long)]
+    print_config: bool,
 }
 
 #[derive(Subcommand)]
@@ -119,6 +125,13 @@ enum Command {
     /// the plugin directory (run state spans the agent's session), answers
     /// in the agent's own terms. Every failure on an event the agent lets a
     /// hook block is that event's block; events not guarded get no opinion.
+    ///
+    /// Claude Code: give each hook entry `"onFailure": "block"` (2.1.295 and
+    /// later), so that a hookbox that cannot start or times out blocks the
+    /// action too; without it Claude Code runs the tool. A guard with no
+    /// opinion leaves `permissionDecision` out (Claude Code's permissions
+    /// decide); hookbox never answers `defer`, which pauses a headless
+    /// session rather than deferring to the next hook.
     Hook {
         /// The agent whose hook protocol to speak.
         agent: Agent,
@@ -176,9 +189,11 @@ enum Command {
         #[arg(long, value_name = "URL")]
         upstream: Option<String>,
         /// Serve MCP clients over the streamable HTTP transport on this
-        /// loopback address (endpoint `/mcp`) instead of stdio: each client
-        /// session gets its own server (or upstream session) and run, on
-        /// the directory's stack when it began (the directory reloads).
+        /// address (endpoint `/mcp`) instead of stdio: each client session
+        /// gets its own server (or upstream session) and run, on the
+        /// directory's stack when it began (the directory reloads). Clients
+        /// show a bearer token of HOOKBOX_MCP_TOKENS (comma-separated, one
+        /// per client; required unless the address is loopback).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
         /// The MCP server to start, and its arguments (after `--`).
@@ -360,6 +375,22 @@ where
 }
 
 fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
+    if args.print_config {
+        let name = clap::ValueEnum::to_possible_value(&agent)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        return match hook_config::print_config(&name, &args.dir, args.allow_rewrites) {
+            Ok((config, steps)) => {
+                println!("{config}");
+                terminal::tell!("{steps}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                terminal::tell!("hookbox: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let options = hookbox_agents::Options {
         rewrites_grant: args.allow_rewrites,
     };
@@ -435,21 +466,7 @@ fn serve(
 ) -> Result<ExitCode> {
     let decision_log = decision_log.open()?;
     open_files_for(hookbox_serve::ServeConfig::default().max_connections);
-    let tokens: Vec<String> = std::env::var("HOOKBOX_SERVE_TOKENS")
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if tokens.is_empty() && !listen.ip().is_loopback() {
-        bail!(
-            "{listen} is reachable from other machines: set HOOKBOX_SERVE_TOKENS (one secret token per client, comma-separated) or listen on 127.0.0.1"
-        );
-    }
-    if tokens.iter().any(|t| t.len() < 16) {
-        bail!("HOOKBOX_SERVE_TOKENS: each token needs at least 16 characters");
-    }
+    let tokens = bearer_tokens("HOOKBOX_SERVE_TOKENS", listen)?;
     let state_dir = hookbox_agents::SessionStore::default_dir()
         .context("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
     let session_store = hookbox_agents::SessionStore::open(&state_dir)?;
@@ -953,4 +970,25 @@ fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
         events.push(event);
     }
     Ok(events)
+}
+
+/// The bearer tokens in the environment variable `var` (comma-separated,
+/// one per client), which an address reachable from other machines needs.
+pub(crate) fn bearer_tokens(var: &str, listen: std::net::SocketAddr) -> Result<Vec<String>> {
+    let tokens: Vec<String> = std::env::var(var)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if tokens.is_empty() && !listen.ip().is_loopback() {
+        bail!(
+            "{listen} is reachable from other machines: set {var} (one secret token per client, comma-separated) or listen on 127.0.0.1"
+        );
+    }
+    if tokens.iter().any(|t| t.len() < 16) {
+        bail!("{var}: each token needs at least 16 characters");
+    }
+    Ok(tokens)
 }

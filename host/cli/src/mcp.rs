@@ -77,11 +77,9 @@ fn serve_http(
     addr: std::net::SocketAddr,
     server: Upstream<'_>,
 ) -> Result<ExitCode> {
-    if !addr.ip().is_loopback() {
-        bail!(
-            "--listen {addr}: hookbox mcp serves loopback addresses only (it has no client authentication yet)"
-        );
-    }
+    let access = hookbox_mcp::listen::Access {
+        tokens: crate::bearer_tokens("HOOKBOX_MCP_TOKENS", addr)?,
+    };
     let config = ProxyConfig {
         hidden_tools: hidden.iter().cloned().collect::<BTreeSet<_>>(),
         ..ProxyConfig::default()
@@ -139,7 +137,7 @@ fn serve_http(
             dir.display(),
             listener.local_addr().unwrap_or(addr)
         );
-        hookbox_mcp::listen::serve(listener, connect, config)
+        hookbox_mcp::listen::serve(listener, connect, config, access)
             .await
             .context("serving")?;
         Ok(ExitCode::SUCCESS)

@@ -288,3 +288,104 @@ fn claude_code_by_its_older_name_still_works() {
         "deny"
     );
 }
+
+/// `--print-config`: the configuration printed for Codex and Claude Code
+/// is what each reads (TOML tables, JSON settings), hooks every guarded
+/// event with this hookbox and this directory, and the command in it,
+/// run as the agent runs it (`sh -c`), answers a documented input; the
+/// steps say how Codex's trust review lets it run.
+#[test]
+fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
+    let dir = plugin_dir("print-config");
+    let dir = dir.canonicalize().unwrap();
+    let print = |agent: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+            .args(["hook", agent, "--print-config", "--plugins"])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let fixture: Value = serde_json::from_str(
+        &std::fs::read_to_string(data().join("codex/pre-tool-use-denied.json")).unwrap(),
+    )
+    .unwrap();
+
+    let (config, steps) = print("codex");
+    let config: toml::Table = toml::from_str(&config).expect("Codex reads TOML");
+    let hooks = config["hooks"].as_table().unwrap();
+    let events: Vec<&str> = hooks.keys().map(String::as_str).collect();
+    assert_eq!(
+        events,
+        [
+            "PermissionRequest",
+            "PostToolUse",
+            "PreToolUse",
+            "UserPromptSubmit"
+        ]
+    );
+    let handler = &hooks["PreToolUse"][0]["hooks"][0];
+    assert_eq!(handler["type"].as_str(), Some("command"));
+    let command = handler["command"].as_str().unwrap();
+    assert!(
+        command.contains(&format!("hook codex --plugins {}", dir.display())),
+        "{command}"
+    );
+    assert!(
+        steps.contains("/hooks") && steps.contains("trust"),
+        "{steps}"
+    );
+    let mut child = Command::new("sh")
+        .args(["-c", command])
+        .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
+        .env("HOOKBOX_STATE_DIR", dir.join(".state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(fixture["input"].to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout_json(&out), fixture["stdout"]);
+
+    let (config, steps) = print("claude-code");
+    let config: Value = serde_json::from_str(&config).expect("Claude Code reads JSON");
+    for event in [
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+    ] {
+        let handler = &config["hooks"][event][0]["hooks"][0];
+        assert_eq!(handler["onFailure"], "block", "{event}: {config}");
+        assert!(
+            handler["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("hook claude-code --plugins")),
+            "{event}: {config}"
+        );
+    }
+    assert!(steps.contains("settings.json"), "{steps}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["hook", "cline", "--print-config", "--plugins"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("knows claude-code and codex"));
+}

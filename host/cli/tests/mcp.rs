@@ -348,12 +348,21 @@ config = { deny = "get_current_time" }
 fn rmcp_server() -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let built = Command::new(cargo)
-        .args(["build", "--quiet", "-p", "hookbox-rmcp-server", "--message-format=json"])
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "hookbox-rmcp-server",
+            "--message-format=json",
+        ])
         .current_dir(repo())
         .stderr(Stdio::inherit())
         .output()
         .expect("cargo runs");
-    assert!(built.status.success(), "building tests/mcp/rmcp-server failed");
+    assert!(
+        built.status.success(),
+        "building tests/mcp/rmcp-server failed"
+    );
     String::from_utf8_lossy(&built.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
@@ -387,7 +396,11 @@ config = { deny = "remove" }
         if mode != "2026-07-28" {
             assert_eq!(saw["server"], "hookbox-rmcp-server", "mode {mode}: {saw}");
         }
-        assert_eq!(saw["tools"], json!(["echo", "remove"]), "mode {mode}: {saw}");
+        assert_eq!(
+            saw["tools"],
+            json!(["echo", "remove"]),
+            "mode {mode}: {saw}"
+        );
         assert_eq!(saw["denied"]["is_error"], true, "mode {mode}: {saw}");
         assert!(
             saw["denied"]["text"]
@@ -396,7 +409,10 @@ config = { deny = "remove" }
             "mode {mode}: {saw}"
         );
         assert_eq!(saw["allowed"]["text"], "echo: hi", "mode {mode}: {saw}");
-        assert_eq!(saw["again"]["text"], "echo: still here", "mode {mode}: {saw}");
+        assert_eq!(
+            saw["again"]["text"], "echo: still here",
+            "mode {mode}: {saw}"
+        );
     }
     // Straight to the server, the probe ends it: what the proxy spares it.
     let direct = client_process(mcp, "old_server", "auto", &[server])
@@ -772,6 +788,86 @@ fn a_request_whose_routing_headers_disagree_with_its_body_is_refused() {
             "{headers:?}: {response}"
         );
     }
+}
+
+/// `--listen` with HOOKBOX_MCP_TOKENS: a request without one of the tokens
+/// is refused (401, `WWW-Authenticate: Bearer`), a session is its token's
+/// alone (another token's request for it is answered as for no session),
+/// and an address reachable from other machines is refused without tokens.
+#[test]
+fn listen_with_tokens_lets_in_only_their_clients_each_to_its_own_sessions() {
+    let Some(_mcp) = installed() else { return };
+    let plugins = plugin_dir("tokens", "");
+    let server = rmcp_server();
+    let (alice, bob) = ("alice-token-0123456789", "bob-token-0123456789ab");
+    let port = free_port();
+    let line = proxy(
+        &plugins,
+        &["--listen", &format!("127.0.0.1:{port}")],
+        &[&server],
+    );
+    let mut command = Command::new(&line[0]);
+    command
+        .args(&line[1..])
+        .env("HOOKBOX_MCP_TOKENS", format!("{alice}, {bob}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    let served = serving_on(command, port);
+    let origin = "http://localhost";
+    let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    for shown in [
+        "",
+        "Authorization: Bearer wrong-token-0123456789
+",
+        "Authorization: alice-token-0123456789
+",
+    ] {
+        let response = raw_post(&served.url, origin, shown, initialize);
+        assert!(
+            response.starts_with("HTTP/1.1 401"),
+            "{shown:?}: {response}"
+        );
+        assert!(
+            response
+                .to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{response}"
+        );
+    }
+    let as_alice = format!("Authorization: Bearer {alice}\r\n");
+    let response = raw_post(&served.url, origin, &as_alice, initialize);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("hookbox-rmcp-server"), "{response}");
+    let session = response
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("mcp-session-id: ")
+                .map(str::to_owned)
+        })
+        .expect("a session id");
+    let in_session =
+        |token: &str| format!("Authorization: Bearer {token}\r\nMcp-Session-Id: {session}\r\n");
+    let response = raw_post(&served.url, origin, &in_session(bob), list);
+    assert!(
+        response.starts_with("HTTP/1.1 404"),
+        "another token's request for alice's session: {response}"
+    );
+    let response = raw_post(&served.url, origin, &in_session(alice), list);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.contains("echo"), "{response}");
+
+    // Off loopback without tokens: refused before it listens.
+    let line = proxy(&plugins, &["--listen", "0.0.0.0:0"], &[&server]);
+    let refused = Command::new(&line[0])
+        .args(&line[1..])
+        .env_remove("HOOKBOX_MCP_TOKENS")
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("HOOKBOX_MCP_TOKENS"), "{said}");
 }
 
 /// What `--upstream` POSTs carry: `Mcp-Method` on every message and

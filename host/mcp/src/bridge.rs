@@ -216,11 +216,9 @@ mod tests {
             json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
         );
         assert_eq!(completed_line(bare, Era::Handshake, "tools/list"), bare);
-        let tagged = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"input_required"}}"#;
-        assert_eq!(
-            completed_line(tagged, Era::Stateless, "tools/call"),
-            tagged
-        );
+        let tagged =
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"input_required"}}"#;
+        assert_eq!(completed_line(tagged, Era::Stateless, "tools/call"), tagged);
         let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#;
         assert_eq!(completed_line(error, Era::Stateless, "tools/call"), error);
     }

@@ -21,8 +21,8 @@
 //! message the proxy does not guard is never parsed into anything but its
 //! envelope, and is written out as the bytes it read.
 
-pub mod http_upstream;
 pub mod bridge;
+pub mod http_upstream;
 mod lines;
 pub mod listen;
 pub mod message;

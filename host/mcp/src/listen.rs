@@ -12,6 +12,8 @@
 //! | `DELETE` | ends the session |
 //! | an unknown session id | 404 (start a new session) |
 //! | an `Origin` that is not this host's own | 403 (a web page reaching a local server) |
+//! | with tokens ([`Access::tokens`]): no `Authorization: Bearer TOKEN` of one of them | 401, with `WWW-Authenticate: Bearer` |
+//! | with tokens: a session id begun with another token | 404, as an unknown one (a client cannot reach, or learn of, another's session) |
 //! | `Mcp-Method` / `Mcp-Name` that disagree with the body, or missing from a 2026-07-28 request ([`message::Mirrored`]) | 400 with error -32020, never forwarded |
 
 use std::collections::{HashMap, VecDeque};
@@ -58,14 +60,53 @@ pub type Connect = Arc<
         + Sync,
 >;
 
+/// Who may use the server.
+#[derive(Clone, Debug, Default)]
+pub struct Access {
+    /// Bearer tokens of the clients allowed in; empty lets any client in
+    /// (loopback only: the command line refuses it elsewhere). Each token
+    /// is one client, and a session belongs to the token that began it.
+    pub tokens: Vec<String>,
+}
+
+impl Access {
+    /// The client a request comes from (its token's place, 0 when no token
+    /// is needed), or `None` when it may not come in. Every token is
+    /// compared in full and in constant time, so timing tells nothing of
+    /// which one, or how much of it, matched.
+    fn client(&self, headers: &HeaderMap) -> Option<usize> {
+        use subtle::ConstantTimeEq;
+        if self.tokens.is_empty() {
+            return Some(0);
+        }
+        let shown = headers
+            .get(axum::http::header::AUTHORIZATION)?
+            .to_str()
+            .ok()?
+            .strip_prefix("Bearer ")?
+            .trim()
+            .as_bytes();
+        let mut found = None;
+        for (i, token) in self.tokens.iter().enumerate() {
+            if bool::from(token.as_bytes().ct_eq(shown)) {
+                found = Some(i + 1);
+            }
+        }
+        found
+    }
+}
+
 struct App {
     connect: Connect,
     config: ProxyConfig,
+    access: Access,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
 }
 
 /// One client session.
 struct Session {
+    /// The client that began it ([`Access::client`]).
+    client: usize,
     /// Lines to the proxy, as the client's.
     to_proxy: mpsc::Sender<String>,
     /// Streams waiting for the response to a request, by id.
@@ -143,10 +184,12 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     connect: Connect,
     config: ProxyConfig,
+    access: Access,
 ) -> std::io::Result<()> {
     let app = Arc::new(App {
         connect,
         config,
+        access,
         sessions: Mutex::default(),
     });
     let reaper = Arc::downgrade(&app);
@@ -170,8 +213,43 @@ pub async fn serve(
             "/mcp",
             post(post_message).get(get_stream).delete(end_session),
         )
+        .route_layer(axum::middleware::from_fn_with_state(app.clone(), admit))
         .with_state(app);
     axum::serve(listener, router).await
+}
+
+/// The client a request came from ([`Access::client`]).
+#[derive(Clone, Copy)]
+struct Client(usize);
+
+/// Lets in a request from this host's own pages (or no browser) that shows
+/// a token when tokens are needed, with its [`Client`].
+async fn admit(
+    State(app): State<Arc<App>>,
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if !origin_allowed(request.headers()) {
+        return refuse(
+            StatusCode::FORBIDDEN,
+            None,
+            "hookbox: this Origin may not reach the server",
+        );
+    }
+    let Some(client) = app.access.client(request.headers()) else {
+        let mut refused = refuse(
+            StatusCode::UNAUTHORIZED,
+            None,
+            "hookbox: this server needs `Authorization: Bearer TOKEN` (a token of HOOKBOX_MCP_TOKENS)",
+        );
+        refused.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static("Bearer"),
+        );
+        return refused;
+    };
+    request.extensions_mut().insert(Client(client));
+    next.run(request).await
 }
 
 fn refuse(status: StatusCode, id: Option<&serde_json::value::RawValue>, why: &str) -> Response {
@@ -231,7 +309,11 @@ fn origin_allowed(headers: &HeaderMap) -> bool {
     matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }
 
-fn session_of(app: &App, headers: &HeaderMap) -> Result<Arc<Session>, Box<Response>> {
+fn session_of(
+    app: &App,
+    client: Client,
+    headers: &HeaderMap,
+) -> Result<Arc<Session>, Box<Response>> {
     let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
         return Err(Box::new(refuse(
             StatusCode::BAD_REQUEST,
@@ -240,7 +322,11 @@ fn session_of(app: &App, headers: &HeaderMap) -> Result<Arc<Session>, Box<Respon
         )));
     };
     let sessions = app.sessions.lock().unwrap_or_else(|p| p.into_inner());
-    sessions.get(id).cloned().ok_or_else(|| {
+    let own = sessions
+        .get(id)
+        .filter(|session| session.client == client.0)
+        .cloned();
+    own.ok_or_else(|| {
         Box::new(refuse(
             StatusCode::NOT_FOUND,
             None,
@@ -249,14 +335,12 @@ fn session_of(app: &App, headers: &HeaderMap) -> Result<Arc<Session>, Box<Respon
     })
 }
 
-async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Body) -> Response {
-    if !origin_allowed(&headers) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            None,
-            "hookbox: this Origin may not reach the server",
-        );
-    }
+async fn post_message(
+    State(app): State<Arc<App>>,
+    axum::Extension(client): axum::Extension<Client>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let Ok(bytes) = axum::body::to_bytes(body, MAX_BODY).await else {
         return refuse(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -290,7 +374,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
     }
     let initialize = envelope.method.as_deref() == Some("initialize");
     let (session, new_id) = if initialize && headers.get("mcp-session-id").is_none() {
-        match start_session(&app).await {
+        match start_session(&app, client).await {
             Ok(started) => started,
             Err(why) => {
                 return refuse(
@@ -301,7 +385,7 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
             }
         }
     } else {
-        match session_of(&app, &headers) {
+        match session_of(&app, client, &headers) {
             Ok(session) => (session, None),
             Err(response) => return *response,
         }
@@ -342,15 +426,12 @@ async fn post_message(State(app): State<Arc<App>>, headers: HeaderMap, body: Bod
     response
 }
 
-async fn get_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if !origin_allowed(&headers) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            None,
-            "hookbox: this Origin may not reach the server",
-        );
-    }
-    let session = match session_of(&app, &headers) {
+async fn get_stream(
+    State(app): State<Arc<App>>,
+    axum::Extension(client): axum::Extension<Client>,
+    headers: HeaderMap,
+) -> Response {
+    let session = match session_of(&app, client, &headers) {
         Ok(session) => session,
         Err(response) => return *response,
     };
@@ -359,16 +440,17 @@ async fn get_stream(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     Sse::new(events(receive, None)).into_response()
 }
 
-async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+async fn end_session(
+    State(app): State<Arc<App>>,
+    axum::Extension(client): axum::Extension<Client>,
+    headers: HeaderMap,
+) -> Response {
     let Some(id) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) else {
         return refuse(StatusCode::BAD_REQUEST, None, "hookbox: no Mcp-Session-Id");
     };
-    match app
-        .sessions
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(id)
-    {
+    let mut sessions = app.sessions.lock().unwrap_or_else(|p| p.into_inner());
+    let own = sessions.get(id).is_some_and(|s| s.client == client.0);
+    match own.then(|| sessions.remove(id)).flatten() {
         // Dropping the session closes the proxy's client side: its server
         // is closed in turn.
         Some(_) => StatusCode::NO_CONTENT.into_response(),
@@ -377,7 +459,10 @@ async fn end_session(State(app): State<Arc<App>>, headers: HeaderMap) -> Respons
 }
 
 /// A new session: its server connected, its proxy running, its id.
-async fn start_session(app: &Arc<App>) -> Result<(Arc<Session>, Option<String>), String> {
+async fn start_session(
+    app: &Arc<App>,
+    client: Client,
+) -> Result<(Arc<Session>, Option<String>), String> {
     if app.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_SESSIONS {
         return Err(format!(
             "{MAX_SESSIONS} sessions are open, the most this proxy keeps; end one (DELETE) or retry later"
@@ -390,6 +475,7 @@ async fn start_session(app: &Arc<App>) -> Result<(Arc<Session>, Option<String>),
     let (from_proxy, mut to_proxy_pipe) = tokio::io::split(client_end);
     let (to_proxy, mut lines) = mpsc::channel::<String>(256);
     let session = Arc::new(Session {
+        client: client.0,
         to_proxy,
         waiting: Mutex::default(),
         streams: Mutex::default(),

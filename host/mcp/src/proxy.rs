@@ -439,19 +439,26 @@ async fn client_message(
     }
     // A bridged server gets 2026-07-28 requests without the revision's
     // `_meta`, and its results are completed for the client.
-    let stateless = bridged
-        && bridge::names_revision(params_of(envelope).as_ref());
+    let stateless = bridged && bridge::names_revision(params_of(envelope).as_ref());
     let line = if stateless {
         bridge::for_handshake_server(line).unwrap_or_else(|| line.to_owned())
     } else {
         line.to_owned()
     };
     match method {
-        "tools/call" => tool_call(session, envelope, id, &line, stateless, to_client, to_server).await,
+        "tools/call" => {
+            tool_call(
+                session, envelope, id, &line, stateless, to_client, to_server,
+            )
+            .await
+        }
         "tools/list" => {
-            session
-                .outstanding()
-                .insert(key, Outstanding::List { complete: stateless });
+            session.outstanding().insert(
+                key,
+                Outstanding::List {
+                    complete: stateless,
+                },
+            );
             send(to_server, line).await
         }
         _ => {
@@ -806,7 +813,9 @@ async fn server_message(
                     message::error(
                         Some(id),
                         code::METHOD_NOT_FOUND,
-                        &format!("hookbox: the client is on MCP 2026-07-28, which has no {method} from the server"),
+                        &format!(
+                            "hookbox: the client is on MCP 2026-07-28, which has no {method} from the server"
+                        ),
                     )
                 };
                 if let Some(to_server) = to_server.upgrade() {

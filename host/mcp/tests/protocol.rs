@@ -36,7 +36,9 @@ impl End {
 
     /// The next line, which must come (a loaded machine may take a while).
     async fn line(&mut self) -> String {
-        self.within(Duration::from_secs(30)).await.expect("a message")
+        self.within(Duration::from_secs(30))
+            .await
+            .expect("a message")
     }
 
     async fn within(&mut self, wait: Duration) -> Option<String> {
@@ -318,8 +320,11 @@ async fn refuse_initialize_as_a_2026_server(s: &mut Session) {
     assert_eq!(probe["method"], "initialize", "{probe}");
     assert_eq!(probe["params"]["capabilities"], json!({}), "{probe}");
     s.server
-        .send(&json!({"jsonrpc": "2.0", "id": probe["id"], "error": {"code": -32022,
-            "message": "unsupported protocol version", "data": {"supported": ["2026-07-28"]}}}).to_string())
+        .send(
+            &json!({"jsonrpc": "2.0", "id": probe["id"], "error": {"code": -32022,
+            "message": "unsupported protocol version", "data": {"supported": ["2026-07-28"]}}})
+            .to_string(),
+        )
         .await;
 }
 
@@ -419,7 +424,10 @@ async fn a_server_that_takes_only_the_handshake_is_bridged_for_a_2026_client() {
     assert_eq!(initialized["method"], "notifications/initialized");
     let discovered = s.client.json().await;
     assert_eq!(discovered["id"], 1);
-    assert_eq!(discovered["result"]["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        json!(["2026-07-28"])
+    );
     assert_eq!(discovered["result"]["capabilities"], json!({"tools": {}}));
     assert_eq!(discovered["result"]["resultType"], "complete");
 
@@ -429,7 +437,11 @@ async fn a_server_that_takes_only_the_handshake_is_bridged_for_a_2026_client() {
         .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": {META: "2026-07-28", "progressToken": 5}}}).to_string())
         .await;
     let forwarded: Value = serde_json::from_str(&s.server.line().await).unwrap();
-    assert_eq!(forwarded["params"], json!({"_meta": {"progressToken": 5}}), "{forwarded}");
+    assert_eq!(
+        forwarded["params"],
+        json!({"_meta": {"progressToken": 5}}),
+        "{forwarded}"
+    );
     s.server
         .send(r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"read"}]}}"#)
         .await;
@@ -460,7 +472,11 @@ async fn a_server_that_takes_only_the_handshake_is_bridged_for_a_2026_client() {
     let refused: Value = serde_json::from_str(&s.server.line().await).unwrap();
     assert_eq!(refused["id"], "q");
     assert_eq!(refused["error"]["code"], -32601, "{refused}");
-    assert_eq!(s.client.next().await, None, "nothing of those reaches the client");
+    assert_eq!(
+        s.client.next().await,
+        None,
+        "nothing of those reaches the client"
+    );
 
     // A handshake-era initialize is answered from what the server said,
     // and the server does not get a second handshake.
@@ -471,7 +487,11 @@ async fn a_server_that_takes_only_the_handshake_is_bridged_for_a_2026_client() {
     s.client
         .send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
         .await;
-    assert_eq!(s.server.next().await, None, "the handshake is not sent twice");
+    assert_eq!(
+        s.server.next().await,
+        None,
+        "the handshake is not sent twice"
+    );
     drop(s.client);
     assert!(s.done.await.unwrap().is_ok());
 }
@@ -486,7 +506,10 @@ async fn a_handshake_session_never_sends_the_server_a_discover() {
         .send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#)
         .await;
     let forwarded: Value = serde_json::from_str(&s.server.line().await).unwrap();
-    assert_eq!(forwarded["id"], 1, "the client's own initialize: {forwarded}");
+    assert_eq!(
+        forwarded["id"], 1,
+        "the client's own initialize: {forwarded}"
+    );
     s.server
         .send(r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"s","version":"1"}}}"#)
         .await;

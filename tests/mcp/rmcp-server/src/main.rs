@@ -9,8 +9,8 @@ use std::sync::Arc;
 use rmcp::ServiceExt;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool,
+    CallToolRequestParams, CallToolResult, ContentBlock, ErrorData, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerInfo, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Value, json};
@@ -66,10 +66,7 @@ impl ServerHandler for Tools {
             "echo" => format!("echo: {}", arg("text")?),
             "remove" => format!("removed {}", arg("path")?),
             other => {
-                return Err(ErrorData::invalid_params(
-                    format!("no tool {other}"),
-                    None,
-                ));
+                return Err(ErrorData::invalid_params(format!("no tool {other}"), None));
             }
         };
         Ok(CallToolResult::success(vec![ContentBlock::text(text)]))

@@ -1,0 +1,135 @@
+//! `hookbox hook AGENT --plugins DIR --print-config`: the agent's hook
+//! configuration for this very command (absolute paths, every guarded
+//! event, failures blocking), on stdout; where it goes and what the agent
+//! needs done before it runs it, on stderr.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+/// The events each agent's configuration hooks.
+const CLAUDE_CODE_EVENTS: [&str; 5] = [
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "UserPromptSubmit",
+];
+const CODEX_EVENTS: [&str; 4] = [
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "UserPromptSubmit",
+];
+
+/// What to print for `agent` (its name on the command line): the
+/// configuration, and the steps around it.
+pub(crate) fn print_config(
+    agent: &str,
+    dir: &Path,
+    allow_rewrites: bool,
+) -> Result<(String, String)> {
+    let exe = std::env::current_exe().context("cannot tell where this hookbox is")?;
+    let dir = dir.canonicalize().with_context(|| {
+        format!(
+            "the plugin directory {} cannot be found; make it first (hookbox new, or copy the guards into it)",
+            dir.display()
+        )
+    })?;
+    let mut command = format!(
+        "{} hook {agent} --plugins {}",
+        shell_quoted(&exe.display().to_string()),
+        shell_quoted(&dir.display().to_string())
+    );
+    if allow_rewrites {
+        command.push_str(" --allow-rewrites");
+    }
+    match agent {
+        "claude-code" => Ok((claude_code(&command), CLAUDE_CODE_STEPS.to_owned())),
+        "codex" => Ok((codex(&command), CODEX_STEPS.to_owned())),
+        other => bail!(
+            "--print-config knows claude-code and codex; for {other}, the README's agent table shows the configuration"
+        ),
+    }
+}
+
+fn claude_code(command: &str) -> String {
+    let mut hooks = serde_json::Map::new();
+    for event in CLAUDE_CODE_EVENTS {
+        let handler = json!({"type": "command", "command": command, "onFailure": "block"});
+        let entry = if event.starts_with("User") {
+            json!({"hooks": [handler]})
+        } else {
+            json!({"matcher": "*", "hooks": [handler]})
+        };
+        hooks.insert(event.to_owned(), json!([entry]));
+    }
+    serde_json::to_string_pretty(&json!({"hooks": hooks})).unwrap_or_default()
+}
+
+const CLAUDE_CODE_STEPS: &str = "\
+Put the \"hooks\" above in .claude/settings.json (this project) or
+~/.claude/settings.json (every project), merged with any hooks already there.
+\"onFailure\": \"block\" needs Claude Code 2.1.295 or later: with it, a hookbox
+that cannot start or times out blocks the action; without it Claude Code
+runs the tool. `/hooks` in Claude Code lists what it loaded.";
+
+fn codex(command: &str) -> String {
+    let mut out = String::from(
+        "# hookbox: every guarded Codex event. In ~/.codex/config.toml, or\n# <repo>/.codex/config.toml for one project.\n",
+    );
+    for event in CODEX_EVENTS {
+        out.push_str(&format!(
+            "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {}\n",
+            toml_string(command)
+        ));
+    }
+    out
+}
+
+const CODEX_STEPS: &str = "\
+Add the tables above to ~/.codex/config.toml (or <repo>/.codex/config.toml).
+Codex does not run a hook until you trust it, and says nothing while it
+skips one:
+  1. Start Codex and open /hooks: the four hookbox hooks show as new.
+  2. Review each and trust it. Trust is kept for the hook's exact definition:
+     a changed command (another path, another flag) is new again and
+     skipped until trusted again.
+  3. A project's .codex/config.toml is read only in a trusted project: trust
+     the folder when Codex asks, or run `codex exec --trust` once in it.
+For a one-off headless run whose hooks you checked yourself,
+`codex exec --dangerously-bypass-hook-trust` runs them untrusted.
+hookbox answers only with the fields Codex knows: Codex counts an unknown
+field as a failed hook and runs the tool.";
+
+/// `text` as one word to a POSIX shell.
+fn shell_quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@,".contains(&b));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_a_shell_would_split_is_quoted_as_one_word() {
+        assert_eq!(shell_quoted("/usr/bin/hookbox"), "/usr/bin/hookbox");
+        assert_eq!(shell_quoted("/my guards"), "'/my guards'");
+        assert_eq!(shell_quoted("/it's"), r"'/it'\''s'");
+        assert_eq!(shell_quoted("$HOME"), "'$HOME'");
+    }
+}
