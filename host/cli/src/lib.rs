@@ -196,6 +196,13 @@ enum Command {
         /// per client; required unless the address is loopback).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        /// The server takes MCP 2026-07-28 (`server/discover` and requests
+        /// naming their revision): pass them through. Without it the proxy
+        /// initializes the server itself on a 2026-07-28 client's first
+        /// request and bridges the session, since a server from before the
+        /// revision may exit on `server/discover`.
+        #[arg(long, value_name = "REVISION", value_parser = ["2026-07-28"])]
+        server_revision: Option<String>,
         /// The MCP server to start, and its arguments (after `--`).
         #[arg(last = true, value_name = "COMMAND")]
         command: Vec<String>,
@@ -349,8 +356,16 @@ where
             hide_tools,
             upstream,
             listen,
+            server_revision,
             command,
-        } => mcp::mcp(&dir, &hide_tools, (upstream.as_deref(), listen), &command),
+        } => {
+            let config = hookbox_mcp::ProxyConfig {
+                hidden_tools: hide_tools.into_iter().collect(),
+                server_takes_2026: server_revision.is_some(),
+                ..hookbox_mcp::ProxyConfig::default()
+            };
+            mcp::mcp(&dir, config, (upstream.as_deref(), listen), &command)
+        }
         Command::Watch {
             dir,
             events,

@@ -1,7 +1,6 @@
 //! `hookbox mcp`: the stack between an MCP client (on this process's stdio)
 //! and the MCP server it starts, or a remote one over streamable HTTP.
 
-use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{ExitCode, Stdio};
 use std::time::Duration;
@@ -14,7 +13,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 
 pub(crate) fn mcp(
     dir: &Path,
-    hidden: &[String],
+    config: ProxyConfig,
     (upstream, listen): (Option<&str>, Option<std::net::SocketAddr>),
     command: &[String],
 ) -> Result<ExitCode> {
@@ -28,16 +27,12 @@ pub(crate) fn mcp(
     };
     let runtime = crate::runtime()?;
     if let Some(addr) = listen {
-        return serve_http(&runtime, dir, hidden, addr, server);
+        return serve_http(&runtime, dir, config, addr, server);
     }
     let loaded = hookbox::directory::load(&runtime, dir)?;
     for (status, error) in loaded.failures() {
         tracing::error!(plugin = status.name, "{error}");
     }
-    let config = ProxyConfig {
-        hidden_tools: hidden.iter().cloned().collect::<BTreeSet<_>>(),
-        ..ProxyConfig::default()
-    };
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -73,16 +68,12 @@ pub(crate) fn mcp(
 fn serve_http(
     runtime: &hookbox::Runtime,
     dir: &Path,
-    hidden: &[String],
+    config: ProxyConfig,
     addr: std::net::SocketAddr,
     server: Upstream<'_>,
 ) -> Result<ExitCode> {
     let access = hookbox_mcp::listen::Access {
         tokens: crate::bearer_tokens("HOOKBOX_MCP_TOKENS", addr)?,
-    };
-    let config = ProxyConfig {
-        hidden_tools: hidden.iter().cloned().collect::<BTreeSet<_>>(),
-        ..ProxyConfig::default()
     };
     let watcher = std::sync::Arc::new(hookbox::watch::DirWatcher::start(
         runtime,

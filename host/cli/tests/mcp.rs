@@ -314,12 +314,18 @@ config = { deny = "get_current_time" }
     let plugins = plugin_dir("eras", manifest);
     let upstream = [mcp.join("venv/bin/mcp-server-time").display().to_string()];
     let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
-    for (mode, era) in [
-        ("auto", "2026-07-28"),
-        ("2026-07-28", "2026-07-28"),
-        ("legacy", "2025-11-25"),
+    // Bridged (the proxy initializes the server for a 2026-07-28 client),
+    // and passed through to a server declared to take the revision.
+    for (mode, era, extra) in [
+        ("auto", "2026-07-28", &[][..]),
+        ("2026-07-28", "2026-07-28", &[]),
+        ("legacy", "2025-11-25", &[]),
+        ("auto", "2026-07-28", &["--server-revision", "2026-07-28"]),
+        ("legacy", "2025-11-25", &["--server-revision", "2026-07-28"]),
     ] {
-        let saw = client(mcp, "eras", mode, &proxy(&plugins, &[], &upstream));
+        let saw = client(mcp, "eras", mode, &proxy(&plugins, extra, &upstream));
+        // What the messages below name.
+        let mode = format!("{mode} {extra:?}");
         assert_eq!(saw["protocol_version"], era, "mode {mode}: {saw}");
         assert_eq!(
             saw["tools"],
@@ -414,15 +420,19 @@ config = { deny = "remove" }
             "mode {mode}: {saw}"
         );
     }
-    // Straight to the server, the probe ends it: what the proxy spares it.
-    let direct = client_process(mcp, "old_server", "auto", &[server])
-        .stderr(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        !direct.status.success(),
-        "the rmcp 2.2 server took server/discover after all; this test proves nothing"
-    );
+    // Straight to the server, or through a proxy told it takes the
+    // revision, the probe ends it: what the proxy spares it by default.
+    let told = proxy(&plugins, &["--server-revision", "2026-07-28"], &[&server]);
+    for command in [vec![server.clone()], told] {
+        let direct = client_process(mcp, "old_server", "auto", &command)
+            .stderr(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            !direct.status.success(),
+            "{command:?}: the rmcp 2.2 server took server/discover after all"
+        );
+    }
 }
 
 /// What the `everything` scenario must see on any transport: plain and

@@ -12,6 +12,8 @@
 //! | refuses it with a JSON-RPC error | it is a 2026-07-28 server: `server/discover` and everything else pass through as they came |
 //! | was initialized by the client | the handshake era: everything passes through; `server/discover` is answered "method not found" (the client already chose its era) |
 //!
+//! | is declared to take 2026-07-28 ([`crate::ProxyConfig::server_takes_2026`], `--server-revision 2026-07-28`) | as one that refused: nothing is probed, everything passes through |
+//!
 //! A handshake-era client's `initialize` to a bridged server is answered
 //! from the `initialize` result the proxy holds, and its
 //! `notifications/initialized` is not sent again.

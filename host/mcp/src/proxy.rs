@@ -31,6 +31,10 @@ pub struct ProxyConfig {
     /// The longest line accepted from either side; a longer one ends the
     /// session (a client's is refused first).
     pub max_line_bytes: usize,
+    /// Whether the server is known to take MCP 2026-07-28: then
+    /// `server/discover` and the revision's requests pass through, and the
+    /// server is never initialized by the proxy ([`bridge`]).
+    pub server_takes_2026: bool,
 }
 
 impl Default for ProxyConfig {
@@ -38,6 +42,7 @@ impl Default for ProxyConfig {
         ProxyConfig {
             hidden_tools: BTreeSet::new(),
             max_line_bytes: 16 << 20,
+            server_takes_2026: false,
         }
     }
 }
@@ -202,7 +207,11 @@ pub async fn proxy(
         answered_here: Mutex::default(),
         hidden: config.hidden_tools.clone(),
         calls: AtomicU64::new(0),
-        upstream: Mutex::default(),
+        upstream: Mutex::new(if config.server_takes_2026 {
+            Upstream::Stateless
+        } else {
+            Upstream::Fresh
+        }),
         probe: Mutex::default(),
     });
     let (to_client, client_writer) = writer(client_out, "writing to the client");
