@@ -9,6 +9,7 @@ import json
 import sys
 
 import anyio
+import mcp_types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
@@ -178,7 +179,20 @@ async def old_server(mode, command):
     return out
 
 
-SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash, eras, old_server]}
+async def ask(code, command):
+    """The SDK's `Client` on 2026-07-28 calling a tool that asks the user
+    (tests/mcp/ask_server.py): the elicitation is answered with `code`."""
+    from mcp import Client
+
+    async def answer(ctx, params):
+        return types.ElicitResult(action="accept", content={"code": code})
+
+    server = StdioServerParameters(command=command[0], args=command[1:])
+    async with Client(server, mode="2026-07-28", elicitation_callback=answer) as client:
+        return {"deploy": await call(client, "deploy", {"target": "prod"})}
+
+
+SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash, eras, old_server, ask]}
 
 
 def main():

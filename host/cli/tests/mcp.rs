@@ -435,6 +435,53 @@ config = { deny = "remove" }
     }
 }
 
+/// A tool that asks the user before it runs (tests/mcp/ask_server.py, on the
+/// Python SDK) through a proxy told the server takes 2026-07-28: the
+/// question (an `input_required` result) reaches the client, and the
+/// answer in its retry is guarded: the secret the user typed is redacted
+/// before the server gets it. Bridged instead (no flag), the server's
+/// handshake-era question is refused and the call ends in an error, never
+/// hangs.
+#[test]
+fn a_tool_that_asks_the_user_is_guarded_on_the_question_and_the_answer() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("ask", "[[plugin]]\nfile = \"redact-secrets.wasm\"\n");
+    let log = scratch("ask-log").join("codes");
+    let python = mcp.join("venv/bin/python").display().to_string();
+    let server = repo().join("tests/mcp/ask_server.py").display().to_string();
+    let log_arg = log.display().to_string();
+    let told = proxy(
+        &plugins,
+        &["--server-revision", "2026-07-28"],
+        &[&python, &server, &log_arg],
+    );
+    let output = client_process(mcp, "ask", "AKIAIOSFODNN7EXAMPLE", &told)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    let saw: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(saw["deploy"]["is_error"], false, "{saw}");
+    assert!(
+        saw["deploy"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("deployed prod with code "),
+        "{saw}"
+    );
+    let got = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        !got.is_empty() && !got.contains("AKIA"),
+        "the server got the secret: {got:?}"
+    );
+
+    let bridged = proxy(&plugins, &[], &[&python, &server]);
+    let saw = client(mcp, "ask", "1234", &bridged);
+    let refused = saw["deploy"]["is_error"] == true || saw["deploy"].get("error").is_some();
+    assert!(refused, "{saw}");
+}
+
 /// What the `everything` scenario must see on any transport: plain and
 /// structured results, progress, a server's sampling request, and a call
 /// after a cancelled one.

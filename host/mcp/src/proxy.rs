@@ -708,6 +708,17 @@ async fn tool_call(
             return send(to_client, answer_here(refusal)).await;
         }
     };
+    // A 2026-07-28 retry's answers to the tool's questions are guarded too.
+    let answers = match params.get("inputResponses") {
+        None => None,
+        Some(answers) => match guard_answers(session, name, &key, &forward_args, answers).await {
+            Ok(answers) => Some(answers),
+            Err(why) => {
+                let refusal = message::error(Some(id), code::REFUSED, &why);
+                return send(to_client, answer_here(refusal)).await;
+            }
+        },
+    };
     // The message the server gets is rebuilt from what was read, with the
     // arguments the guards saw (or wrote): no duplicate key, no spelling
     // the server could read another way. Task augmentation is taken off:
@@ -720,6 +731,9 @@ async fn tool_call(
             let params = message.get_mut("params")?.as_object_mut()?;
             params.insert("arguments".into(), value);
             params.remove("task");
+            if let Some(answers) = answers {
+                params.insert("inputResponses".into(), answers);
+            }
             if bridged {
                 bridge::strip_revision_meta(params);
             }
@@ -744,6 +758,51 @@ async fn tool_call(
         }),
     );
     send(to_server, outgoing).await
+}
+
+/// The `inputResponses` of a 2026-07-28 retry (the client's answers to the
+/// questions of the tool's `input_required` result): a `tool-result` event
+/// with the answers as its result and `{"mcp": {"inputResponses": true}}`
+/// as its extensions. What the server gets, or why the retry is refused.
+async fn guard_answers(
+    session: &Session,
+    tool: &str,
+    key: &str,
+    args: &str,
+    answers: &Value,
+) -> Result<Value, String> {
+    if !answers.is_object() {
+        return Err("hookbox: inputResponses is an object of answers by key; refused".into());
+    }
+    let event = StepEvent::ToolResult(ToolResult {
+        tool_name: tool.to_owned(),
+        tool_call_id: Some(key.to_owned()),
+        internal_call_id: format!("mcp-{}", session.calls.fetch_add(1, Ordering::Relaxed)),
+        args: args.to_owned(),
+        result: answers.to_string(),
+        outcome: ToolOutcome::Success,
+        extensions: json!({"mcp": {"inputResponses": true}}).to_string(),
+    });
+    let decision = session.step(event).await.map_err(|failure| {
+        format!("hookbox: {failure}; this session's later calls are refused too")
+    })?;
+    let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
+    match decision.flow {
+        Flow::Continue => Ok(answers.clone()),
+        Flow::RewriteResult(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(rewritten) if rewritten.is_object() => Ok(rewritten),
+            _ => Err(format!(
+                "hookbox: `{plugin}` rewrote the answers to something that is not a JSON object; the retry is refused"
+            )),
+        },
+        Flow::Terminate(reason) => Err(format!(
+            "hookbox: `{plugin}` ended this session's run: {reason}"
+        )),
+        other => Err(format!(
+            "hookbox: the answers to a tool's questions cannot take `{}`; refused",
+            other.name()
+        )),
+    }
 }
 
 /// Server → client: guards the results of forwarded calls, filters
@@ -1004,6 +1063,15 @@ async fn tool_result(
             )));
         }
     };
+    // A 2026-07-28 result asking the client for input is marked so.
+    let asks = original
+        .as_ref()
+        .is_some_and(|r| r.get("resultType").and_then(Value::as_str) == Some("input_required"));
+    let extensions = if asks {
+        json!({"mcp": {"resultType": "input_required"}}).to_string()
+    } else {
+        "{}".into()
+    };
     let event = StepEvent::ToolResult(ToolResult {
         tool_name: pending.tool_name,
         tool_call_id: Some(id_key(&id)),
@@ -1011,7 +1079,7 @@ async fn tool_result(
         args: pending.args,
         result,
         outcome,
-        extensions: "{}".into(),
+        extensions,
     });
     let refusal = |why: String| {
         message::error(

@@ -71,6 +71,15 @@ fn stack() -> HookStack {
         StepEvent::ToolResult(result) if result.tool_name == "redact" => {
             Flow::RewriteResult("[redacted]".into())
         }
+        // A 2026-07-28 round trip: the question, and the answers.
+        StepEvent::ToolResult(result)
+            if result.tool_name == "ask-denied" && result.extensions.contains("input_required") =>
+        {
+            Flow::terminate("no questions")
+        }
+        StepEvent::ToolResult(result) if result.extensions.contains("inputResponses") => {
+            Flow::RewriteResult(result.result.replace("SECRET", "[redacted]"))
+        }
         _ => Flow::Continue,
     }));
     stack
@@ -518,5 +527,103 @@ async fn a_handshake_session_never_sends_the_server_a_discover() {
         .send(&json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover", "params": {"_meta": {META: "2026-07-28"}}}).to_string())
         .await;
     assert_eq!(s.client.json().await["error"]["code"], -32601);
+    assert_eq!(s.server.next().await, None);
+}
+
+/// A 2026-07-28 multi-round-trip call: the `input_required` result is a
+/// `tool-result` event marked `{"mcp": {"resultType": "input_required"}}`
+/// (here passed, and for `ask-denied` refused); the client's retry is the
+/// call's `tool-call` event and a `tool-result` event of its
+/// `inputResponses` (marked `{"mcp": {"inputResponses": true}}`), whose
+/// rewrite is what the server gets, `requestState` untouched.
+#[tokio::test]
+async fn an_input_required_round_trip_is_guarded_on_both_legs() {
+    let mut s = start(ProxyConfig {
+        server_takes_2026: true,
+        ..Default::default()
+    });
+    let meta = json!({META: "2026-07-28"});
+    s.client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "ask", "arguments": {"target": "prod"}, "_meta": meta}})
+            .to_string(),
+        )
+        .await;
+    s.server.line().await;
+    let question = json!({"resultType": "input_required", "requestState": "opaque-1",
+        "inputRequests": {"q": {"method": "elicitation/create", "params": {"message": "code?"}}}});
+    s.server
+        .send(&json!({"jsonrpc": "2.0", "id": 1, "result": question}).to_string())
+        .await;
+    let asked = s.client.json().await;
+    assert_eq!(
+        asked["result"], question,
+        "the question reaches the client as asked"
+    );
+
+    s.client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "ask", "arguments": {"target": "prod"}, "_meta": meta,
+            "inputResponses": {"q": {"action": "accept", "content": {"code": "SECRET"}}},
+            "requestState": "opaque-1"}})
+            .to_string(),
+        )
+        .await;
+    let retry: Value = serde_json::from_str(&s.server.line().await).unwrap();
+    assert_eq!(
+        retry["params"]["inputResponses"],
+        json!({"q": {"action": "accept", "content": {"code": "[redacted]"}}}),
+        "{retry}"
+    );
+    assert_eq!(retry["params"]["requestState"], "opaque-1");
+    assert_eq!(retry["params"]["arguments"], json!({"target": "prod"}));
+    s.server.send(&result(json!(2), "deployed")).await;
+    assert_eq!(
+        s.client.json().await["result"]["content"][0]["text"],
+        "deployed"
+    );
+
+    // Answers that are not an object of answers are refused, not forwarded.
+    s.client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "other", "arguments": {}, "_meta": meta, "inputResponses": ["x"]}})
+            .to_string(),
+        )
+        .await;
+    let refused = s.client.json().await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("inputResponses")),
+        "{refused}"
+    );
+    assert_eq!(
+        s.server.next().await,
+        None,
+        "nothing of it reaches the server"
+    );
+
+    // A question a guard will not let reach the client.
+    s.client
+        .send(
+            &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "ask-denied", "arguments": {}, "_meta": meta}})
+            .to_string(),
+        )
+        .await;
+    s.server.line().await;
+    s.server
+        .send(&json!({"jsonrpc": "2.0", "id": 3, "result": question}).to_string())
+        .await;
+    let refused = s.client.json().await;
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no questions")),
+        "{refused}"
+    );
     assert_eq!(s.server.next().await, None);
 }
