@@ -4,6 +4,8 @@
 //! |---|---|
 //! | `tools/call` (client → server) | a `tool-call` event: continue forwards it with the arguments the guards saw (one canonical JSON form); rewrite-args forwards the rewritten arguments; skip answers the client with a tool result marked `isError` carrying the reason, and the server never sees the call; terminate, or a stack that fails closed, answers with a JSON-RPC error, and every later call of the session gets the same |
 //! | its result (server → client) | a `tool-result` event (the result as JSON; `isError`, or a JSON-RPC error, is an error outcome): rewrite-result replaces what the client sees (a whole result when the guard wrote one, else its text as the only content); terminate answers with an error |
+//! | a 2026-07-28 `input_required` result | a `tool-result` event marked `{"mcp": {"resultType": "input_required"}}`, guarded as any result |
+//! | the client's retry (`inputResponses`) | the call's `tool-call` event, then a `tool-result` event of the answers (marked `{"mcp": {"inputResponses": true}}`): its rewrite (an object) is what the server gets, terminate refuses the retry |
 //! | a call to a hidden tool | answered as a call to a tool that does not exist; hidden tools are left out of `tools/list` |
 //! | `notifications/cancelled` | forwarded, unless it names a call the proxy answered itself |
 //! | the session's first 2026-07-28 request | settles which revision the server takes, never by sending it `server/discover` ([`bridge`]'s table) |
