@@ -30,6 +30,13 @@ async def call(session, name, arguments, **kw):
         return {"error": e.error.message, "code": e.error.code}
 
 
+def target(command):
+    """What the SDK's `Client` connects to: a URL, or a command to start."""
+    if len(command) == 1 and command[0].startswith("http"):
+        return command[0]
+    return StdioServerParameters(command=command[0], args=command[1:])
+
+
 def connect(command):
     """A server command line, or the URL of one serving streamable HTTP."""
     if len(command) == 1 and command[0].startswith("http"):
@@ -150,8 +157,7 @@ async def eras(mode, command):
     denied one, which the proxy answers itself."""
     from mcp import Client
 
-    server = StdioServerParameters(command=command[0], args=command[1:])
-    async with Client(server, mode=mode) as client:
+    async with Client(target(command), mode=mode) as client:
         out = {"protocol_version": client.protocol_version}
         out["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
         out["denied"] = await call(client, "get_current_time", {"timezone": "UTC"})
@@ -167,8 +173,7 @@ async def old_server(mode, command):
     request: the proxy must not send it `server/discover`."""
     from mcp import Client
 
-    server = StdioServerParameters(command=command[0], args=command[1:])
-    async with Client(server, mode=mode) as client:
+    async with Client(target(command), mode=mode) as client:
         out = {"protocol_version": client.protocol_version}
         info = client.server_info
         out["server"] = info.name if info else None

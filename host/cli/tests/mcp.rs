@@ -812,6 +812,64 @@ fn clients_over_streamable_http_get_a_guarded_session_each() {
     assert!(response.starts_with("HTTP/1.1 403"), "{response}");
 }
 
+/// `--listen` serves 2026-07-28 clients, which send no `initialize` and get
+/// no session id: each client's requests share one stateless session (its
+/// run, its upstream), bridged to a server from before the revision. And a
+/// call budget spans a client's requests across its connections.
+#[test]
+fn a_2026_client_over_http_is_served_without_a_session_id() {
+    let Some(mcp) = installed() else { return };
+    let manifest = r#"
+[[plugin]]
+file = "deny-tools.wasm"
+config = { deny = "remove" }
+"#;
+    let plugins = plugin_dir("stateless", manifest);
+    let server = rmcp_server();
+    let served = listening(&plugins, &[&server]);
+    let url = [served.url.clone()];
+    for mode in ["auto", "2026-07-28"] {
+        let saw = client(mcp, "old_server", mode, &url);
+        assert_eq!(saw["protocol_version"], "2026-07-28", "{mode}: {saw}");
+        assert_eq!(saw["tools"], json!(["echo", "remove"]), "{mode}: {saw}");
+        assert_eq!(saw["denied"]["is_error"], true, "{mode}: {saw}");
+        assert_eq!(saw["allowed"]["text"], "echo: hi", "{mode}: {saw}");
+    }
+    // No session id is handed out for a stateless request.
+    let list = r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+    let response = raw_post(
+        &served.url,
+        "http://localhost",
+        "Mcp-Method: tools/list\r\n",
+        list,
+    );
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(
+        !response.to_ascii_lowercase().contains("mcp-session-id"),
+        "{response}"
+    );
+    assert!(
+        response.contains("\"resultType\":\"complete\""),
+        "{response}"
+    );
+
+    // One run per client: a budget of 4 calls holds across its connections
+    // (each `old_server` run makes 3).
+    let manifest = "[[plugin]]\nfile = \"call-budget.wasm\"\nconfig = { max_calls = \"4\" }\n";
+    let plugins = plugin_dir("stateless-budget", manifest);
+    let served = listening(&plugins, &[&server]);
+    let url = [served.url.clone()];
+    let first = client(mcp, "old_server", "2026-07-28", &url);
+    assert_eq!(first["again"]["text"], "echo: still here", "{first}");
+    let second = client(mcp, "old_server", "2026-07-28", &url);
+    assert!(
+        second["allowed"]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("budget")),
+        "the fifth call of the client is past its budget: {second}"
+    );
+}
+
 /// `Mcp-Method` / `Mcp-Name` that disagree with the body (a gateway would
 /// route on one and the server run the other), or that a 2026-07-28
 /// request lacks: refused with -32020 before anything is forwarded.

@@ -6,6 +6,7 @@
 //! | request | answer |
 //! |---|---|
 //! | `POST` of `initialize`, no `Mcp-Session-Id` | a new session; the answer (an event stream) carries its id in `Mcp-Session-Id` |
+//! | `POST` of a 2026-07-28 request (its `_meta` names the revision, or `server/discover`), no `Mcp-Session-Id` | the client's stateless session: one per client (per token; one on loopback without tokens), begun by its first such request, with its own upstream and run, ended after 30 idle minutes. The revision has no session to narrow it to, so the client is the run's scope: its guards' state (a call budget) spans its requests. No `Mcp-Session-Id` is given |
 //! | `POST` of a request | an event stream: the messages the server sends meanwhile (progress, its own requests), then the response, then the end |
 //! | `POST` of a notification or a response | 202 |
 //! | `GET` (`Accept: text/event-stream`) | the session's stream for the server's messages that no request is waiting on |
@@ -101,6 +102,9 @@ struct App {
     config: ProxyConfig,
     access: Access,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// Held while a client's stateless session is begun, so two first
+    /// requests make one.
+    beginning: tokio::sync::Mutex<()>,
 }
 
 /// One client session.
@@ -191,6 +195,7 @@ pub async fn serve(
         config,
         access,
         sessions: Mutex::default(),
+        beginning: tokio::sync::Mutex::new(()),
     });
     let reaper = Arc::downgrade(&app);
     tokio::spawn(async move {
@@ -273,7 +278,11 @@ fn refuse_with(
 /// The body's `Mcp-Method` / `Mcp-Name` headers, checked against it: a
 /// gateway in front may route on the headers while the server runs the
 /// body, so the two must say the same before anything is forwarded.
-fn headers_match(headers: &HeaderMap, envelope: &message::Envelope<'_>) -> Result<(), String> {
+/// The request's era when they do.
+fn headers_match(
+    headers: &HeaderMap,
+    envelope: &message::Envelope<'_>,
+) -> Result<message::Era, String> {
     // A value that is not visible ASCII cannot match any body.
     let header = |name: &str| {
         headers
@@ -291,7 +300,12 @@ fn headers_match(headers: &HeaderMap, envelope: &message::Envelope<'_>) -> Resul
         header("mcp-method"),
         header("mcp-name"),
         stateless,
-    )
+    )?;
+    Ok(if stateless {
+        message::Era::Stateless
+    } else {
+        message::Era::Handshake
+    })
 }
 
 /// Browsers send `Origin`; only this host's own pages may reach the server.
@@ -364,17 +378,38 @@ async fn post_message(
             "hookbox: one JSON-RPC message per request",
         );
     };
-    if let Err(why) = headers_match(&headers, &envelope) {
-        return refuse_with(
-            StatusCode::BAD_REQUEST,
-            envelope.id,
-            message::code::HEADER_MISMATCH,
-            &format!("hookbox: {why}; the request is refused"),
-        );
-    }
+    let era = match headers_match(&headers, &envelope) {
+        Ok(era) => era,
+        Err(why) => {
+            return refuse_with(
+                StatusCode::BAD_REQUEST,
+                envelope.id,
+                message::code::HEADER_MISMATCH,
+                &format!("hookbox: {why}; the request is refused"),
+            );
+        }
+    };
     let initialize = envelope.method.as_deref() == Some("initialize");
-    let (session, new_id) = if initialize && headers.get("mcp-session-id").is_none() {
-        match start_session(&app, client).await {
+    let no_session = headers.get("mcp-session-id").is_none();
+    let stateless = no_session
+        && !initialize
+        && (era == message::Era::Stateless
+            || envelope.method.as_deref() == Some("server/discover")
+            || ((envelope.is_response() || envelope.id.is_none())
+                && app.sessions_lock().contains_key(&stateless_key(client))));
+    let (session, new_id) = if stateless {
+        match stateless_session(&app, client).await {
+            Ok(session) => (session, None),
+            Err(why) => {
+                return refuse(
+                    StatusCode::BAD_GATEWAY,
+                    envelope.id,
+                    &format!("hookbox: {why}"),
+                );
+            }
+        }
+    } else if initialize && no_session {
+        match start_session(&app, client, None).await {
             Ok(started) => started,
             Err(why) => {
                 return refuse(
@@ -458,10 +493,35 @@ async fn end_session(
     }
 }
 
-/// A new session: its server connected, its proxy running, its id.
+impl App {
+    fn sessions_lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Session>>> {
+        self.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Where a client's stateless session is kept: no 128-bit hex id looks so.
+fn stateless_key(client: Client) -> String {
+    format!("stateless/{}", client.0)
+}
+
+/// The client's stateless session, begun if it has none.
+async fn stateless_session(app: &Arc<App>, client: Client) -> Result<Arc<Session>, String> {
+    let key = stateless_key(client);
+    let _one_at_a_time = app.beginning.lock().await;
+    if let Some(session) = app.sessions_lock().get(&key) {
+        return Ok(session.clone());
+    }
+    start_session(app, client, Some(key))
+        .await
+        .map(|(session, _)| session)
+}
+
+/// A new session: its server connected, its proxy running, its id (a new
+/// random one, or `key`, which is not given to the client).
 async fn start_session(
     app: &Arc<App>,
     client: Client,
+    key: Option<String>,
 ) -> Result<(Arc<Session>, Option<String>), String> {
     if app.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_SESSIONS {
         return Err(format!(
@@ -469,7 +529,11 @@ async fn start_session(
         ));
     }
     let (stack, (server_in, server_out)) = (app.connect)().await?;
-    let id = session_id().ok_or("the system has no randomness for a session id")?;
+    let given = key.is_none();
+    let id = match key {
+        Some(key) => key,
+        None => session_id().ok_or("the system has no randomness for a session id")?,
+    };
     let (client_end, proxy_end) = tokio::io::duplex(1 << 20);
     let (proxy_read, proxy_write) = tokio::io::split(proxy_end);
     let (from_proxy, mut to_proxy_pipe) = tokio::io::split(client_end);
@@ -502,7 +566,7 @@ async fn start_session(
         }
     });
     let config = app.config.clone();
-    let (sessions, key) = (Arc::downgrade(app), id.clone());
+    let (sessions, key, this) = (Arc::downgrade(app), id.clone(), Arc::downgrade(&session));
     tokio::spawn(async move {
         let ended = proxy(
             &stack,
@@ -515,17 +579,22 @@ async fn start_session(
             tracing::warn!(session = key, "MCP session ended: {e}");
         }
         if let Some(app) = sessions.upgrade() {
-            app.sessions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&key);
+            // Only this session: a stateless one begun again since keeps
+            // the key.
+            let mut sessions = app.sessions_lock();
+            if sessions
+                .get(&key)
+                .is_some_and(|s| std::ptr::eq(Arc::as_ptr(s), this.as_ptr()))
+            {
+                sessions.remove(&key);
+            }
         }
     });
     app.sessions
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .insert(id.clone(), session.clone());
-    Ok((session, Some(id)))
+    Ok((session, given.then_some(id)))
 }
 
 /// 128 random bits in hex: nobody guesses another client's session.
