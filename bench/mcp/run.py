@@ -13,9 +13,9 @@ Two servers, each straight and through the proxy:
   with a 1 KiB message, from the SDK's handshake-era `ClientSession`;
 - the PyPI reference `mcp-server-time` (both eras) and its
   `get_current_time`, from the SDK's `Client` in each era: `legacy` and
-  pinned to 2026-07-28 (through the proxy that session is bridged: the
+  pinned to 2026-07-28: through the proxy that session is bridged (the
   server initialized on the client's behalf, requests and results
-  translated).
+  translated), and with `--server-revision 2026-07-28` passed through.
 Every guard lets the calls through, so the whole stack runs on each call
 and its result. Prints median and p99 per call in ms and, per pair, the
 difference of medians (the proxy's cost) and the ratio."""
@@ -73,8 +73,8 @@ def hookbox_pid():
     return None
 
 
-def proxied(command, args, plugins):
-    return StdioServerParameters(command=HOOKBOX, args=["mcp", "--plugins", plugins, "--", command, *args],
+def proxied(command, args, plugins, flags=()):
+    return StdioServerParameters(command=HOOKBOX, args=["mcp", "--plugins", plugins, *flags, "--", command, *args],
                                  env={**os.environ, "HOOKBOX_CACHE_DIR": os.path.join(ROOT, "target", "bench-mcp", "cache")})
 
 
@@ -95,8 +95,12 @@ async def main():
             session = await stack.enter_async_context(ClientSession(r, w))
             await session.initialize()
             sessions[name] = (session, echo)
+        passed = proxied(TIME_SERVER, [], plugins, ["--server-revision", "2026-07-28"])
         for era in ["legacy", "2026-07-28"]:
-            for suffix, server in [("", time_server), (", hookbox mcp", proxied(TIME_SERVER, [], plugins))]:
+            pairs = [("", time_server), (", hookbox mcp", proxied(TIME_SERVER, [], plugins))]
+            if era != "legacy":
+                pairs.append((" passed through, hookbox mcp", passed))
+            for suffix, server in pairs:
                 client = await stack.enter_async_context(Client(server, mode=era))
                 sessions[f"time, {era}{suffix}"] = (client, clock)
         for _ in range(20):  # warm all
@@ -118,11 +122,11 @@ async def main():
         samples.sort()
         medians[name] = statistics.median(samples)
         p99 = samples[int(len(samples) * 0.99) - 1]
-        print(f"  {name:42} median {medians[name]:.3f} ms   p99 {p99:.3f} ms")
+        print(f"  {name:56} median {medians[name]:.3f} ms   p99 {p99:.3f} ms")
     for name in times:
         if name.endswith(", hookbox mcp"):
-            base = name.removesuffix(", hookbox mcp")
-            print(f"  added by the proxy ({base}): {medians[name] - medians[base]:.3f} ms per call (median), "
+            base = name.removesuffix(", hookbox mcp").removesuffix(" passed through")
+            print(f"  added by the proxy ({name.removesuffix(', hookbox mcp')}): {medians[name] - medians[base]:.3f} ms per call (median), "
                   f"{medians[name] / medians[base]:.2f}x")
     print(f"  a proxy's resident memory for its session: {rss / 1024:.1f} MiB")
 
