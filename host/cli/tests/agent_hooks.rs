@@ -39,11 +39,38 @@ fn every_documented_hook_input_gets_the_answer_the_reference_requires() {
     let dir = plugin_dir("fixtures");
     for (agent, at_least) in [
         ("claude-code", 20),
+        ("codex", 10),
+        ("gemini", 8),
         ("cursor", 8),
         ("copilot", 6),
         ("cline", 6),
     ] {
         fixtures_of(&dir, agent, at_least);
+    }
+}
+
+/// Fixtures hookbox does not answer as the reference requires yet, each
+/// with why. They are left out above, and checked to still fail here, so
+/// one that passes must come off the list.
+const KNOWN_GAPS: [(&str, &str); 1] = [(
+    "gemini/after-tool-redacted.json",
+    "redact-secrets misses an assignment behind other words on its line (`Output: DB_PASSWORD=...`): issue 32",
+)];
+
+#[test]
+fn the_known_gaps_are_still_gaps() {
+    let dir = plugin_dir("gaps");
+    for (fixture, why) in KNOWN_GAPS {
+        let case: Value =
+            serde_json::from_str(&std::fs::read_to_string(data().join(fixture)).unwrap()).unwrap();
+        let agent = fixture.split('/').next().unwrap();
+        let out = hook(&dir, agent, case["input"].to_string().as_bytes());
+        let stdout: Option<Value> = serde_json::from_slice(&out.stdout).ok();
+        assert_ne!(
+            stdout.as_ref(),
+            Some(&case["stdout"]),
+            "{fixture} passes now ({why}): take it off KNOWN_GAPS"
+        );
     }
 }
 
@@ -54,6 +81,10 @@ fn fixtures_of(dir: &Path, agent: &str, at_least: usize) {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     fixtures.sort();
+    fixtures.retain(|f| {
+        let name = format!("{agent}/{}", f.file_name().unwrap().to_string_lossy());
+        !KNOWN_GAPS.iter().any(|(gap, _)| *gap == name)
+    });
     assert!(
         fixtures.len() >= at_least,
         "{agent}: fixtures missing: {fixtures:?}"
