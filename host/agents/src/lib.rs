@@ -50,6 +50,7 @@ pub mod gemini;
 mod reply;
 pub mod shape;
 mod store;
+pub mod windsurf;
 
 use hookbox::{Decision, Outcome, StepEvent};
 use serde::de::DeserializeOwned;

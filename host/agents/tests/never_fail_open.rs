@@ -13,6 +13,7 @@ use hookbox_agents::codex::Codex;
 use hookbox_agents::copilot::Copilot;
 use hookbox_agents::cursor::Cursor;
 use hookbox_agents::gemini::Gemini;
+use hookbox_agents::windsurf::Windsurf;
 use hookbox_agents::{Options, Protocol, Reply, handle};
 use serde_json::json;
 
@@ -212,5 +213,27 @@ fn gemini_denies_a_rewrite_that_removes_an_argument_it_would_keep() {
             .unwrap()
             .contains("include_secrets"),
         "{answer}"
+    );
+}
+
+#[test]
+fn windsurf_never_fails_open() {
+    let base = |event: &str| {
+        json!({"agent_action_name": event, "trajectory_id": "t", "execution_id": "e",
+               "timestamp": "2026-12-01T10:00:00Z", "tool_info": {
+                   "command_line": "ls", "cwd": "/w", "file_path": "/w/a", "edits": [],
+                   "mcp_server_name": "s", "mcp_tool_name": "t", "mcp_tool_arguments": {"a": 1},
+                   "mcp_result": "x", "user_prompt": "hi"}})
+    };
+    check::<Windsurf>(
+        &[
+            "pre_run_command",
+            "pre_read_code",
+            "pre_write_code",
+            "pre_mcp_tool_use",
+            "post_mcp_tool_use",
+            "pre_user_prompt",
+        ]
+        .map(base),
     );
 }

@@ -61,6 +61,8 @@ enum Agent {
     Copilot,
     /// Cline's hooks.
     Cline,
+    /// Windsurf's Cascade hooks (the answer is the exit code).
+    Windsurf,
 }
 
 #[derive(clap::Args)]
@@ -420,6 +422,9 @@ fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
         Agent::Cursor => agent_hook::run::<hookbox_agents::cursor::Cursor>(dir, &options, event),
         Agent::Copilot => agent_hook::run::<hookbox_agents::copilot::Copilot>(dir, &options, event),
         Agent::Cline => agent_hook::run::<hookbox_agents::cline::Cline>(dir, &options, event),
+        Agent::Windsurf => {
+            agent_hook::run::<hookbox_agents::windsurf::Windsurf>(dir, &options, event)
+        }
     }
 }
 

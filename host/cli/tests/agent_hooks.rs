@@ -44,6 +44,7 @@ fn every_documented_hook_input_gets_the_answer_the_reference_requires() {
         ("cursor", 8),
         ("copilot", 6),
         ("cline", 6),
+        ("windsurf", 11),
     ] {
         fixtures_of(&dir, agent, at_least);
     }

@@ -39,13 +39,14 @@ pub fn check(data: &[u8]) {
         rewrites_grant: grant & 1 == 1,
     };
     use hookbox_agents::*;
-    let reply = match agent % 6 {
+    let reply = match agent % 7 {
         0 => answer::<claude_code::ClaudeCode>(input, &options, *choice),
         1 => answer::<codex::Codex>(input, &options, *choice),
         2 => answer::<gemini::Gemini>(input, &options, *choice),
         3 => answer::<cursor::Cursor>(input, &options, *choice),
         4 => answer::<copilot::Copilot>(input, &options, *choice),
-        _ => answer::<cline::Cline>(input, &options, *choice),
+        5 => answer::<cline::Cline>(input, &options, *choice),
+        _ => answer::<windsurf::Windsurf>(input, &options, *choice),
     };
     assert!(
         matches!(reply.exit_code, 0 | 2),
