@@ -143,11 +143,15 @@ fn hook(dir: &Path, agent: &str, input: &[u8]) -> std::process::Output {
 }
 
 fn hook_with(dir: &Path, args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .arg("hook")
-        .args(args)
-        .arg("--plugins")
-        .arg(dir)
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+    command.arg("hook").args(args).arg("--plugins").arg(dir);
+    run_hook(command, dir, input)
+}
+
+/// Runs `command` as an agent runs a hook: `input` on stdin, its caches
+/// and session state kept inside `dir`.
+fn run_hook(mut command: Command, dir: &Path, input: &[u8]) -> std::process::Output {
+    let mut child = command
         .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
         .env("HOOKBOX_STATE_DIR", dir.join(".state"))
         .stdin(Stdio::piped())
@@ -299,22 +303,9 @@ fn an_input_past_the_limit_is_blocked_not_waved_through() {
 fn claude_code_by_its_older_name_still_works() {
     let dir = plugin_dir("alias");
     let input = r#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf ~/"},"tool_use_id":"t"}"#;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["claude-code", "--plugins"])
-        .arg(&dir)
-        .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
-        .env("HOOKBOX_STATE_DIR", dir.join(".state"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+    command.args(["claude-code", "--plugins"]).arg(&dir);
+    let out = run_hook(command, &dir, input.as_bytes());
     assert_eq!(
         stdout_json(&out)["hookSpecificOutput"]["permissionDecision"],
         "deny"
@@ -375,21 +366,9 @@ fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
         steps.contains("/hooks") && steps.contains("trust"),
         "{steps}"
     );
-    let mut child = Command::new("sh")
-        .args(["-c", command])
-        .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
-        .env("HOOKBOX_STATE_DIR", dir.join(".state"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(fixture["input"].to_string().as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let mut shell = Command::new("sh");
+    shell.args(["-c", command]);
+    let out = run_hook(shell, &dir, fixture["input"].to_string().as_bytes());
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout_json(&out), fixture["stdout"]);
 
