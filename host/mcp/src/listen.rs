@@ -125,8 +125,8 @@ struct Session {
 
 impl Session {
     /// Routes a message of the proxy's to the client: a response to the
-    /// stream waiting for it, anything else to an open stream (or held for
-    /// the next one).
+    /// stream waiting for it, anything else to the newest open stream (a
+    /// waiting request's before the GET stream), or held for the next one.
     async fn deliver(&self, line: String) {
         if let Line::Message(envelope) = message::read(&line)
             && envelope.is_response()
@@ -147,7 +147,10 @@ impl Session {
             streams.retain(|s| !s.is_closed());
             streams.clone()
         };
-        for stream in open {
+        // The newest request's stream first, the GET stream last: progress
+        // and the server's own requests during a call travel with its
+        // response, in order, so none arrives after it.
+        for stream in open.iter().rev() {
             if stream.send(line.clone()).await.is_ok() {
                 return;
             }
