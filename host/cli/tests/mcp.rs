@@ -332,13 +332,7 @@ config = { deny = "get_current_time" }
             json!(["convert_time", "get_current_time"]),
             "mode {mode}: {saw}"
         );
-        assert_eq!(saw["denied"]["is_error"], true, "mode {mode}: {saw}");
-        assert!(
-            saw["denied"]["text"]
-                .as_str()
-                .is_some_and(|text| text.contains("denied by policy")),
-            "mode {mode}: the skip's reason reaches the client: {saw}"
-        );
+        denied_by_policy(&saw, &mode);
         assert_eq!(saw["allowed"]["is_error"], false, "mode {mode}: {saw}");
         assert!(
             saw["allowed"]["text"]
@@ -347,6 +341,18 @@ config = { deny = "get_current_time" }
             "mode {mode}: {saw}"
         );
     }
+}
+
+/// The scenario's `denied` call: answered by the proxy as a tool error, with
+/// the skip's reason for the model.
+fn denied_by_policy(saw: &Value, mode: &str) {
+    assert_eq!(saw["denied"]["is_error"], true, "mode {mode}: {saw}");
+    assert!(
+        saw["denied"]["text"]
+            .as_str()
+            .is_some_and(|text| text.contains("denied by policy")),
+        "mode {mode}: the skip's reason reaches the client: {saw}"
+    );
 }
 
 /// tests/mcp/rmcp-server, built (cargo has it fresh after a workspace
@@ -407,13 +413,7 @@ config = { deny = "remove" }
             json!(["echo", "remove"]),
             "mode {mode}: {saw}"
         );
-        assert_eq!(saw["denied"]["is_error"], true, "mode {mode}: {saw}");
-        assert!(
-            saw["denied"]["text"]
-                .as_str()
-                .is_some_and(|text| text.contains("denied by policy")),
-            "mode {mode}: {saw}"
-        );
+        denied_by_policy(&saw, mode);
         assert_eq!(saw["allowed"]["text"], "echo: hi", "mode {mode}: {saw}");
         assert_eq!(
             saw["again"]["text"], "echo: still here",

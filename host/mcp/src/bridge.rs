@@ -20,8 +20,6 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::message::{Era, PROTOCOL_VERSION_META};
-
 /// The revision a bridged server is offered to the client as.
 pub const STATELESS_VERSION: &str = "2026-07-28";
 
@@ -30,7 +28,13 @@ pub const HANDSHAKE_VERSION: &str = "2025-11-25";
 
 /// The id of the proxy's own `initialize`: a string no client numbering
 /// reaches.
-pub const PROBE_ID: &str = "\"hookbox-initialize\"";
+const PROBE: &str = "hookbox-initialize";
+
+/// The id of the proxy's own `initialize`, as the proxy keys the requests
+/// it waits for ([`crate::message::id_key`]).
+pub fn probe_key() -> String {
+    Value::from(PROBE).to_string()
+}
 
 /// The `_meta` keys of the 2026-07-28 revision's prefix: the protocol
 /// version, client info and capabilities each request carries.
@@ -70,7 +74,7 @@ pub fn initialize(params: Option<&Map<String, Value>>) -> String {
         .unwrap_or_else(|| json!({"name": "hookbox", "version": env!("CARGO_PKG_VERSION")}));
     json!({
         "jsonrpc": "2.0",
-        "id": "hookbox-initialize",
+        "id": PROBE,
         "method": "initialize",
         "params": {
             "protocolVersion": HANDSHAKE_VERSION,
@@ -145,13 +149,10 @@ pub fn complete(result: &mut Value, method: &str) {
     }
 }
 
-/// `line`, a response to a request of `era` and `method`, as its client
-/// must read it: unchanged (byte for byte) unless it is a 2026-07-28
+/// `line`, the response to a bridged 2026-07-28 request of `method`, as
+/// its client must read it: unchanged (byte for byte) unless it is a
 /// result missing what the revision requires.
-pub fn completed_line(line: &str, era: Era, method: &str) -> String {
-    if era != Era::Stateless {
-        return line.to_owned();
-    }
+pub fn completed_line(line: &str, method: &str) -> String {
     let Ok(mut message) = serde_json::from_str::<Value>(line) else {
         return line.to_owned();
     };
@@ -168,14 +169,6 @@ pub fn completed_line(line: &str, era: Era, method: &str) -> String {
     }
     complete(result, method);
     message.to_string()
-}
-
-/// Whether a request's `params` name the 2026-07-28 revision.
-pub fn names_revision(params: Option<&Map<String, Value>>) -> bool {
-    params
-        .and_then(|p| p.get("_meta"))
-        .and_then(|meta| meta.get(PROTOCOL_VERSION_META))
-        .is_some_and(Value::is_string)
 }
 
 #[cfg(test)]
@@ -211,17 +204,15 @@ mod tests {
     #[test]
     fn a_result_is_completed_only_where_the_revision_needs_it() {
         let bare = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
-        let out: Value =
-            serde_json::from_str(&completed_line(bare, Era::Stateless, "tools/list")).unwrap();
+        let out: Value = serde_json::from_str(&completed_line(bare, "tools/list")).unwrap();
         assert_eq!(
             out["result"],
             json!({"tools": [], "resultType": "complete", "ttlMs": 0, "cacheScope": "private"})
         );
-        assert_eq!(completed_line(bare, Era::Handshake, "tools/list"), bare);
         let tagged =
             r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"input_required"}}"#;
-        assert_eq!(completed_line(tagged, Era::Stateless, "tools/call"), tagged);
+        assert_eq!(completed_line(tagged, "tools/call"), tagged);
         let error = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}"#;
-        assert_eq!(completed_line(error, Era::Stateless, "tools/call"), error);
+        assert_eq!(completed_line(error, "tools/call"), error);
     }
 }

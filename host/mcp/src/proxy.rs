@@ -446,21 +446,26 @@ async fn client_message(
         session.answered_here(key);
         return send(to_client, answer).await;
     }
-    // A bridged server gets 2026-07-28 requests without the revision's
-    // `_meta`, and its results are completed for the client.
-    let stateless = bridged && bridge::names_revision(params_of(envelope).as_ref());
+    // Read once: a call needs its params, a bridged request its era. A
+    // bridged server gets 2026-07-28 requests without the revision's
+    // `_meta` (a call's is taken off as it is rebuilt), and its results are
+    // completed for the client.
+    let params = (bridged || method == "tools/call")
+        .then(|| params_of(envelope))
+        .flatten();
+    let stateless = bridged
+        && params
+            .as_ref()
+            .is_some_and(|p| Era::of_request(p) == Era::Stateless);
+    if method == "tools/call" {
+        return tool_call(session, params, id, line, stateless, to_client, to_server).await;
+    }
     let line = if stateless {
         bridge::for_handshake_server(line).unwrap_or_else(|| line.to_owned())
     } else {
         line.to_owned()
     };
     match method {
-        "tools/call" => {
-            tool_call(
-                session, envelope, id, &line, stateless, to_client, to_server,
-            )
-            .await
-        }
         "tools/list" => {
             session.outstanding().insert(
                 key,
@@ -505,7 +510,10 @@ async fn era_of_server(
         return Ok(Ok(false));
     }
     let params = params_of(envelope);
-    if method != "server/discover" && !bridge::names_revision(params.as_ref()) {
+    let names_revision = params
+        .as_ref()
+        .is_some_and(|p| Era::of_request(p) == Era::Stateless);
+    if method != "server/discover" && !names_revision {
         return Ok(Ok(false));
     }
     // The first 2026-07-28 request: the server is asked to initialize,
@@ -514,7 +522,7 @@ async fn era_of_server(
     *session.probe.lock().unwrap_or_else(|p| p.into_inner()) = Some(answer);
     session
         .outstanding()
-        .insert(bridge::PROBE_ID.to_owned(), Outstanding::Probe);
+        .insert(bridge::probe_key(), Outstanding::Probe);
     send(to_server, bridge::initialize(params.as_ref())).await?;
     match tokio::time::timeout(PROBE_WAIT, answered).await {
         Ok(Ok(Ok(init))) => {
@@ -596,7 +604,7 @@ async fn cancelled(
 /// here, or refused.
 async fn tool_call(
     session: &Session,
-    envelope: &Envelope<'_>,
+    params: Option<serde_json::Map<String, Value>>,
     id: &RawValue,
     line: &str,
     bridged: bool,
@@ -608,9 +616,6 @@ async fn tool_call(
         session.answered_here(key.clone());
         text
     };
-    let params = envelope
-        .params
-        .and_then(|p| serde_json::from_str::<serde_json::Map<String, Value>>(p.get()).ok());
     let Some(params) = params else {
         let refusal = message::error(
             Some(id),
@@ -920,7 +925,7 @@ async fn server_message(
         Some(Outstanding::List { complete }) => {
             let listed = without_hidden(&session.hidden, envelope.result, line)?;
             let listed = if complete {
-                bridge::completed_line(&listed, Era::Stateless, "tools/list")
+                bridge::completed_line(&listed, "tools/list")
             } else {
                 listed
             };
@@ -930,7 +935,7 @@ async fn server_message(
         Some(Outstanding::Other {
             complete: Some(method),
         }) => {
-            let completed = bridge::completed_line(line, Era::Stateless, &method);
+            let completed = bridge::completed_line(line, &method);
             send(to_client, completed).await
         }
         Some(Outstanding::Probe) => {
