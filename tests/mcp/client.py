@@ -168,9 +168,11 @@ async def eras(mode, command):
 
 
 async def old_server(mode, command):
-    """The SDK's `Client` in `mode` in front of tests/mcp/rmcp-server, which
-    takes only the initialize handshake and exits on any other first
-    request: the proxy must not send it `server/discover`."""
+    """The SDK's `Client` in `mode` in front of a server with the tools
+    `echo` and `remove` from another era: tests/mcp/rmcp-server, which takes
+    only the initialize handshake and exits on any other first request (the
+    proxy must not send it `server/discover`), or tests/mcp/new_server.mjs,
+    which takes 2026-07-28 alone."""
     from mcp import Client
 
     async with Client(target(command), mode=mode) as client:

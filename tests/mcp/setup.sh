@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `hookbox mcp` is tested against, pinned, into target/mcp:
-# the MCP servers from npm (package.json, package-lock.json here) and the
+# the MCP servers and the TypeScript SDK's client and server from npm (package.json,
+# package-lock.json here) and the
 # Python MCP SDK from PyPI (its client drives the proxy) with the reference
 # server mcp-server-time, built on that SDK (both eras of MCP). Prints the
 # directory. Run by the MCP tests themselves (and by CI); a second run with

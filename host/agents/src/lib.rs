@@ -22,6 +22,8 @@
 //! | [`cursor`] | Cursor's agent hooks |
 //! | [`copilot`] | GitHub Copilot's hooks (CLI and cloud agent) |
 //! | [`cline`] | Cline's hooks |
+//! | [`windsurf`] | Windsurf Cascade's hooks |
+//! | [`opencode`] | OpenCode, through hookbox's OpenCode plugin |
 //!
 //! ```
 //! use hookbox_agents::{Options, Reply, claude_code::ClaudeCode, handle};
@@ -47,6 +49,7 @@ mod common;
 pub mod copilot;
 pub mod cursor;
 pub mod gemini;
+pub mod opencode;
 mod reply;
 pub mod shape;
 mod store;

@@ -13,6 +13,7 @@ use hookbox_agents::codex::Codex;
 use hookbox_agents::copilot::Copilot;
 use hookbox_agents::cursor::Cursor;
 use hookbox_agents::gemini::Gemini;
+use hookbox_agents::opencode::OpenCode;
 use hookbox_agents::windsurf::Windsurf;
 use hookbox_agents::{Options, Protocol, Reply, handle};
 use serde_json::json;
@@ -236,4 +237,17 @@ fn windsurf_never_fails_open() {
         ]
         .map(base),
     );
+}
+
+#[test]
+fn opencode_never_fails_open() {
+    let session =
+        json!({"tool": "bash", "sessionID": "s", "callID": "c", "args": {"command": "ls"}});
+    check::<OpenCode>(&[
+        json!({"hook": "tool.execute.before", "input": session, "output": {"args": {"command": "ls"}}}),
+        json!({"hook": "tool.execute.after", "input": session,
+               "output": {"title": "ls", "output": "a\nb", "metadata": {"output": "a\nb"}}}),
+        json!({"hook": "tool.execute.after", "input": session,
+               "output": {"content": [{"type": "text", "text": "x"}]}}),
+    ]);
 }

@@ -37,19 +37,24 @@ pub(crate) fn print_config(
             dir.display()
         )
     })?;
-    let mut command = format!(
-        "{} hook {agent} --plugins {}",
-        shell_quoted(&exe.display().to_string()),
-        shell_quoted(&dir.display().to_string())
-    );
+    let mut argv = vec![
+        exe.display().to_string(),
+        "hook".into(),
+        agent.into(),
+        "--plugins".into(),
+        dir.display().to_string(),
+    ];
     if allow_rewrites {
-        command.push_str(" --allow-rewrites");
+        argv.push("--allow-rewrites".into());
     }
+    let command: Vec<String> = argv.iter().map(|word| shell_quoted(word)).collect();
+    let command = command.join(" ");
     match agent {
         "claude-code" => Ok((claude_code(&command), CLAUDE_CODE_STEPS.to_owned())),
         "codex" => Ok((codex(&command), CODEX_STEPS.to_owned())),
+        "opencode" => Ok((opencode(&argv)?, OPENCODE_STEPS.to_owned())),
         other => bail!(
-            "--print-config knows claude-code and codex; for {other}, the README's agent table shows the configuration"
+            "--print-config knows claude-code, codex and opencode; for {other}, the README's agent table shows the configuration"
         ),
     }
 }
@@ -102,6 +107,24 @@ For a one-off headless run whose hooks you checked yourself,
 `codex exec --dangerously-bypass-hook-trust` runs them untrusted.
 hookbox answers only with the fields Codex knows: Codex counts an unknown
 field as a failed hook and runs the tool.";
+
+/// hookbox's OpenCode plugin, running `argv`.
+fn opencode(argv: &[String]) -> Result<String> {
+    use hookbox_agents::opencode::{COMMAND_PLACEHOLDER, PLUGIN};
+    let command = serde_json::to_string(argv).context("the command as JSON")?;
+    let plugin = PLUGIN.replacen(COMMAND_PLACEHOLDER, &command, 1);
+    if plugin == PLUGIN {
+        bail!("hookbox's OpenCode plugin has lost its command placeholder (a bug in hookbox)");
+    }
+    Ok(plugin)
+}
+
+const OPENCODE_STEPS: &str = "\
+Save the plugin above as .opencode/plugins/hookbox.ts (this project) or
+~/.config/opencode/plugins/hookbox.ts (every project); OpenCode loads it
+when it starts. With HOOKBOX_URL (and HOOKBOX_TOKEN) in OpenCode's
+environment it asks `hookbox serve` at $HOOKBOX_URL/opencode/hook instead
+of running the command. A hookbox that cannot be asked blocks the tool.";
 
 /// `text` as one word to a POSIX shell.
 fn shell_quoted(text: &str) -> String {

@@ -63,6 +63,9 @@ enum Agent {
     Cline,
     /// Windsurf's Cascade hooks (the answer is the exit code).
     Windsurf,
+    /// OpenCode, through hookbox's OpenCode plugin (`--print-config`
+    /// prints it).
+    Opencode,
 }
 
 #[derive(clap::Args)]
@@ -81,7 +84,8 @@ struct HookArgs {
     event: Option<String>,
     /// Print the agent's hook configuration for this command (on stdout)
     /// and what the agent needs before it runs it (on stderr: Codex's
-    /// trust review) instead of answering a hook. Claude Code and Codex.
+    /// trust review) instead of answering a hook. Claude Code, Codex and
+    /// OpenCode (its plugin, to save in `.opencode/plugins/`).
     #[arg(long)]
     print_config: bool,
 }
@@ -424,6 +428,9 @@ fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
         Agent::Cline => agent_hook::run::<hookbox_agents::cline::Cline>(dir, &options, event),
         Agent::Windsurf => {
             agent_hook::run::<hookbox_agents::windsurf::Windsurf>(dir, &options, event)
+        }
+        Agent::Opencode => {
+            agent_hook::run::<hookbox_agents::opencode::OpenCode>(dir, &options, event)
         }
     }
 }

@@ -1,7 +1,7 @@
 //! `hookbox hook AGENT` against hook inputs shaped as each agent's hooks
 //! reference documents them (tests/data/agent-hooks/AGENT/*.json: the
 //! input, the exit code, and the exact stdout JSON the reference requires,
-//! or a piece of it, or of stderr), run as the agent runs it: a process per
+//! or a piece of it, or of its block, or of stderr), run as the agent runs it: a process per
 //! event, the input on stdin. The plugin directory is
 //! tests/data/agent-hooks/hookbox.toml with the example plugins.
 
@@ -45,6 +45,7 @@ fn every_documented_hook_input_gets_the_answer_the_reference_requires() {
         ("copilot", 6),
         ("cline", 6),
         ("windsurf", 11),
+        ("opencode", 10),
     ] {
         fixtures_of(&dir, agent, at_least);
     }
@@ -125,6 +126,15 @@ fn fixtures_of(dir: &Path, agent: &str, at_least: usize) {
             assert!(
                 stdout.contains(piece),
                 "{name}: stdout lacks {piece:?}: {stdout}"
+            );
+        }
+        if let Some(piece) = case["stdout_block_contains"].as_str() {
+            let got: Value = serde_json::from_str(&stdout)
+                .unwrap_or_else(|e| panic!("{name}: stdout is not JSON ({e}): {stdout}"));
+            let block = got["block"].as_str().unwrap_or_default();
+            assert!(
+                block.contains(piece),
+                "{name}: the answer is not a block naming {piece:?}: {stdout}"
             );
         }
         if let Some(piece) = case["stderr_contains"].as_str() {
@@ -398,5 +408,5 @@ fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("knows claude-code and codex"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("knows claude-code, codex and opencode"));
 }

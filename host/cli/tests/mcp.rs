@@ -1,5 +1,7 @@
 //! `hookbox mcp` between real MCP parts no one here wrote: the official
-//! Python SDK's client (PyPI `mcp`) and the reference servers
+//! Python SDK's client (PyPI `mcp`), the TypeScript SDK's (npm
+//! `@modelcontextprotocol/client`, in the scenarios of both eras), a server
+//! on the Rust SDK (rmcp, tests/mcp/rmcp-server), and the reference servers
 //! `@modelcontextprotocol/server-filesystem` and `server-everything` (npm),
 //! pinned in tests/mcp and installed by tests/mcp/setup.sh into target/mcp.
 //! The plugins are the example guards and the puppet test guest.
@@ -82,30 +84,61 @@ fn proxy(plugins: &Path, extra: &[&str], upstream: &[&str]) -> Vec<String> {
     command
 }
 
+/// The official MCP SDKs the scenarios are written on.
+#[derive(Clone, Copy, Debug)]
+enum Sdk {
+    /// PyPI `mcp` 2.x: tests/mcp/client.py, every scenario.
+    Python,
+    /// npm `@modelcontextprotocol/client` 2.x: tests/mcp/client.mjs, the
+    /// scenarios of both eras (`eras`, `old_server`, `ask`).
+    TypeScript,
+}
+
+const BOTH_SDKS: [Sdk; 2] = [Sdk::Python, Sdk::TypeScript];
+
 /// tests/mcp/client.py, to run `scenario` through `command`.
 fn client_process(mcp: &Path, scenario: &str, arg: &str, command: &[String]) -> Command {
-    let mut process = Command::new(mcp.join("venv/bin/python"));
-    process
-        .arg(repo().join("tests/mcp/client.py"))
-        .args([scenario, arg, "--"])
-        .args(command);
+    sdk_process(mcp, Sdk::Python, scenario, arg, command)
+}
+
+/// `sdk`'s client, to run `scenario` through `command`.
+fn sdk_process(mcp: &Path, sdk: Sdk, scenario: &str, arg: &str, command: &[String]) -> Command {
+    let mut process = match sdk {
+        Sdk::Python => {
+            let mut python = Command::new(mcp.join("venv/bin/python"));
+            python.arg(repo().join("tests/mcp/client.py"));
+            python
+        }
+        Sdk::TypeScript => {
+            let mut node = Command::new("node");
+            node.arg(repo().join("tests/mcp/client.mjs"))
+                .env("HOOKBOX_MCP_NODE_MODULES", mcp.join("node_modules"));
+            node
+        }
+    };
+    process.args([scenario, arg, "--"]).args(command);
     process
 }
 
 /// Runs a scenario of tests/mcp/client.py through `command`; what the
 /// client saw.
 fn client(mcp: &Path, scenario: &str, arg: &str, command: &[String]) -> Value {
-    let output = client_process(mcp, scenario, arg, command)
+    sdk_client(mcp, Sdk::Python, scenario, arg, command)
+}
+
+/// Runs a scenario of `sdk`'s client through `command`; what it saw.
+fn sdk_client(mcp: &Path, sdk: Sdk, scenario: &str, arg: &str, command: &[String]) -> Value {
+    let output = sdk_process(mcp, sdk, scenario, arg, command)
         .stderr(Stdio::inherit())
         .output()
         .expect("the client runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
-        "{scenario}: the client failed: {stdout}"
+        "{sdk:?} {scenario} {arg}: the client failed: {stdout}"
     );
     serde_json::from_str(stdout.lines().last().unwrap_or(""))
-        .unwrap_or_else(|_| panic!("{scenario}: {stdout}"))
+        .unwrap_or_else(|_| panic!("{sdk:?} {scenario}: {stdout}"))
 }
 
 fn filesystem_manifest(root: &Path) -> String {
@@ -297,7 +330,7 @@ fn what_is_not_a_tool_call_passes_through_and_still_works() {
     assert!(!saw["prompts"].as_array().unwrap().is_empty(), "{saw}");
 }
 
-/// The SDK's `Client` as applications use it (its default `auto` mode, and
+/// Each SDK's `Client` as applications use it (its `auto` mode, and
 /// pinned to each era) in front of `mcp-server-time`, a reference server on
 /// the SDK 2.x that speaks both: the session negotiates the era the client
 /// asks for through the proxy, and a call the proxy answers itself (a
@@ -306,26 +339,26 @@ fn what_is_not_a_tool_call_passes_through_and_still_works() {
 #[test]
 fn the_sdk_client_of_either_era_reads_the_answers_the_proxy_writes() {
     let Some(mcp) = installed() else { return };
-    let manifest = r#"
-[[plugin]]
-file = "deny-tools.wasm"
-config = { deny = "get_current_time" }
-"#;
+    let manifest = &denying("get_current_time");
     let plugins = plugin_dir("eras", manifest);
     let upstream = [mcp.join("venv/bin/mcp-server-time").display().to_string()];
     let upstream: Vec<&str> = upstream.iter().map(String::as_str).collect();
     // Bridged (the proxy initializes the server for a 2026-07-28 client),
     // and passed through to a server declared to take the revision.
-    for (mode, era, extra) in [
+    let runs = [
         ("auto", "2026-07-28", &[][..]),
         ("2026-07-28", "2026-07-28", &[]),
         ("legacy", "2025-11-25", &[]),
         ("auto", "2026-07-28", &["--server-revision", "2026-07-28"]),
         ("legacy", "2025-11-25", &["--server-revision", "2026-07-28"]),
-    ] {
-        let saw = client(mcp, "eras", mode, &proxy(&plugins, extra, &upstream));
+    ];
+    for (sdk, (mode, era, extra)) in BOTH_SDKS
+        .into_iter()
+        .flat_map(|sdk| runs.map(|run| (sdk, run)))
+    {
+        let saw = sdk_client(mcp, sdk, "eras", mode, &proxy(&plugins, extra, &upstream));
         // What the messages below name.
-        let mode = format!("{mode} {extra:?}");
+        let mode = format!("{sdk:?} {mode} {extra:?}");
         assert_eq!(saw["protocol_version"], era, "mode {mode}: {saw}");
         assert_eq!(
             saw["tools"],
@@ -341,6 +374,27 @@ config = { deny = "get_current_time" }
             "mode {mode}: {saw}"
         );
     }
+}
+
+/// A manifest: deny-tools denying `tool`.
+fn denying(tool: &str) -> String {
+    format!("[[plugin]]\nfile = \"deny-tools.wasm\"\nconfig = {{ deny = \"{tool}\" }}\n")
+}
+
+/// What the `old_server` scenario must see under [`denying`]`("remove")`:
+/// the two tools, `remove` denied, `echo` answered twice.
+fn echoed_and_denied(saw: &Value, mode: &str) {
+    assert_eq!(
+        saw["tools"],
+        json!(["echo", "remove"]),
+        "mode {mode}: {saw}"
+    );
+    denied_by_policy(saw, mode);
+    assert_eq!(saw["allowed"]["text"], "echo: hi", "mode {mode}: {saw}");
+    assert_eq!(
+        saw["again"]["text"], "echo: still here",
+        "mode {mode}: {saw}"
+    );
 }
 
 /// The scenario's `denied` call: answered by the proxy as a tool error, with
@@ -390,38 +444,37 @@ fn rmcp_server() -> String {
 #[test]
 fn a_client_of_either_era_works_with_a_server_from_before_the_revision() {
     let Some(mcp) = installed() else { return };
-    let manifest = r#"
-[[plugin]]
-file = "deny-tools.wasm"
-config = { deny = "remove" }
-"#;
+    let manifest = &denying("remove");
     let plugins = plugin_dir("old-server", manifest);
     let server = rmcp_server();
-    for (mode, era) in [
+    let runs = [
         ("auto", "2026-07-28"),
         ("2026-07-28", "2026-07-28"),
         ("legacy", "2025-11-25"),
-    ] {
-        let saw = client(mcp, "old_server", mode, &proxy(&plugins, &[], &[&server]));
+    ];
+    for (sdk, (mode, era)) in BOTH_SDKS
+        .into_iter()
+        .flat_map(|sdk| runs.map(|run| (sdk, run)))
+    {
+        let saw = sdk_client(
+            mcp,
+            sdk,
+            "old_server",
+            mode,
+            &proxy(&plugins, &[], &[&server]),
+        );
+        let mode = &format!("{sdk:?} {mode}");
         assert_eq!(saw["protocol_version"], era, "mode {mode}: {saw}");
-        // A client pinned to the revision asks nothing the name is in.
-        if mode != "2026-07-28" {
+        // Python's client pinned to the revision asks nothing the name is in.
+        if mode != "Python 2026-07-28" {
             assert_eq!(saw["server"], "hookbox-rmcp-server", "mode {mode}: {saw}");
         }
-        assert_eq!(
-            saw["tools"],
-            json!(["echo", "remove"]),
-            "mode {mode}: {saw}"
-        );
-        denied_by_policy(&saw, mode);
-        assert_eq!(saw["allowed"]["text"], "echo: hi", "mode {mode}: {saw}");
-        assert_eq!(
-            saw["again"]["text"], "echo: still here",
-            "mode {mode}: {saw}"
-        );
+        echoed_and_denied(&saw, mode);
     }
     // Straight to the server, or through a proxy told it takes the
     // revision, the probe ends it: what the proxy spares it by default.
+    // (TypeScript's client probes on a process of its own, then starts the
+    // server again for an initialize, so only Python's shows it.)
     let told = proxy(&plugins, &["--server-revision", "2026-07-28"], &[&server]);
     for command in [vec![server.clone()], told] {
         let direct = client_process(mcp, "old_server", "auto", &command)
@@ -435,6 +488,55 @@ config = { deny = "remove" }
     }
 }
 
+/// A handshake-era client of either SDK in front of a server on 2026-07-28
+/// alone (tests/mcp/new_server.mjs: the TypeScript SDK's `serveStdio` with
+/// `legacy: 'reject'`, which refuses `initialize`): the proxy reverses the
+/// bridge, answering the client's `initialize` from the server's
+/// `server/discover`, and every flow works. A 2026-07-28 client passes
+/// through; straight to the server, the handshake-era client fails.
+#[test]
+fn a_handshake_client_works_with_a_server_of_the_revision_alone() {
+    let Some(mcp) = installed() else { return };
+    let manifest = &denying("remove");
+    let plugins = plugin_dir("new-server", manifest);
+    let server = [
+        "node".to_owned(),
+        repo()
+            .join("tests/mcp/new_server.mjs")
+            .display()
+            .to_string(),
+        mcp.join("node_modules").display().to_string(),
+    ];
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+    let runs = [
+        ("legacy", "2025-11-25"),
+        ("auto", "2026-07-28"),
+        ("2026-07-28", "2026-07-28"),
+    ];
+    for (sdk, (mode, era)) in BOTH_SDKS
+        .into_iter()
+        .flat_map(|sdk| runs.map(|run| (sdk, run)))
+    {
+        let saw = sdk_client(mcp, sdk, "old_server", mode, &proxy(&plugins, &[], &server));
+        let mode = &format!("{sdk:?} {mode}");
+        assert_eq!(saw["protocol_version"], era, "mode {mode}: {saw}");
+        if era == "2025-11-25" {
+            assert_eq!(saw["server"], "hookbox-2026-server", "mode {mode}: {saw}");
+        }
+        echoed_and_denied(&saw, mode);
+    }
+    let server: Vec<String> = server.iter().map(|s| s.to_string()).collect();
+    let direct = client_process(mcp, "old_server", "legacy", &server)
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        !direct.status.success(),
+        "the server took a handshake-era client after all: {}",
+        String::from_utf8_lossy(&direct.stdout)
+    );
+}
+
 /// A tool that asks the user before it runs (tests/mcp/ask_server.py, on the
 /// Python SDK) through a proxy told the server takes 2026-07-28: the
 /// question (an `input_required` result) reaches the client, and the
@@ -446,40 +548,36 @@ config = { deny = "remove" }
 fn a_tool_that_asks_the_user_is_guarded_on_the_question_and_the_answer() {
     let Some(mcp) = installed() else { return };
     let plugins = plugin_dir("ask", "[[plugin]]\nfile = \"redact-secrets.wasm\"\n");
-    let log = scratch("ask-log").join("codes");
     let python = mcp.join("venv/bin/python").display().to_string();
     let server = repo().join("tests/mcp/ask_server.py").display().to_string();
-    let log_arg = log.display().to_string();
-    let told = proxy(
-        &plugins,
-        &["--server-revision", "2026-07-28"],
-        &[&python, &server, &log_arg],
-    );
-    let output = client_process(mcp, "ask", "AKIAIOSFODNN7EXAMPLE", &told)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}");
-    let saw: Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    assert_eq!(saw["deploy"]["is_error"], false, "{saw}");
-    assert!(
-        saw["deploy"]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("deployed prod with code "),
-        "{saw}"
-    );
-    let got = std::fs::read_to_string(&log).unwrap();
-    assert!(
-        !got.is_empty() && !got.contains("AKIA"),
-        "the server got the secret: {got:?}"
-    );
+    for sdk in BOTH_SDKS {
+        let log = scratch(&format!("ask-log-{sdk:?}")).join("codes");
+        let log_arg = log.display().to_string();
+        let told = proxy(
+            &plugins,
+            &["--server-revision", "2026-07-28"],
+            &[&python, &server, &log_arg],
+        );
+        let saw = sdk_client(mcp, sdk, "ask", "AKIAIOSFODNN7EXAMPLE", &told);
+        assert_eq!(saw["deploy"]["is_error"], false, "{sdk:?}: {saw}");
+        assert!(
+            saw["deploy"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("deployed prod with code "),
+            "{sdk:?}: {saw}"
+        );
+        let got = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            !got.is_empty() && !got.contains("AKIA"),
+            "{sdk:?}: the server got the secret: {got:?}"
+        );
 
-    let bridged = proxy(&plugins, &[], &[&python, &server]);
-    let saw = client(mcp, "ask", "1234", &bridged);
-    let refused = saw["deploy"]["is_error"] == true || saw["deploy"].get("error").is_some();
-    assert!(refused, "{saw}");
+        let bridged = proxy(&plugins, &[], &[&python, &server]);
+        let saw = sdk_client(mcp, sdk, "ask", "1234", &bridged);
+        let refused = saw["deploy"]["is_error"] == true || saw["deploy"].get("error").is_some();
+        assert!(refused, "{sdk:?}: {saw}");
+    }
 }
 
 /// What the `everything` scenario must see on any transport: plain and
@@ -819,21 +917,19 @@ fn clients_over_streamable_http_get_a_guarded_session_each() {
 #[test]
 fn a_2026_client_over_http_is_served_without_a_session_id() {
     let Some(mcp) = installed() else { return };
-    let manifest = r#"
-[[plugin]]
-file = "deny-tools.wasm"
-config = { deny = "remove" }
-"#;
+    let manifest = &denying("remove");
     let plugins = plugin_dir("stateless", manifest);
     let server = rmcp_server();
     let served = listening(&plugins, &[&server]);
     let url = [served.url.clone()];
-    for mode in ["auto", "2026-07-28"] {
-        let saw = client(mcp, "old_server", mode, &url);
+    for (sdk, mode) in BOTH_SDKS
+        .into_iter()
+        .flat_map(|sdk| ["auto", "2026-07-28"].map(|mode| (sdk, mode)))
+    {
+        let saw = sdk_client(mcp, sdk, "old_server", mode, &url);
+        let mode = format!("{sdk:?} {mode}");
         assert_eq!(saw["protocol_version"], "2026-07-28", "{mode}: {saw}");
-        assert_eq!(saw["tools"], json!(["echo", "remove"]), "{mode}: {saw}");
-        assert_eq!(saw["denied"]["is_error"], true, "{mode}: {saw}");
-        assert_eq!(saw["allowed"]["text"], "echo: hi", "{mode}: {saw}");
+        echoed_and_denied(&saw, &mode);
     }
     // No session id is handed out for a stateless request.
     let list = r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::bridge::{self, Upstream};
+use crate::bridge::{self, Toward, Upstream};
 use crate::lines::{LineReader, Read};
 use crate::message::{self, Envelope, Era, Line, code, id_key};
 
@@ -87,6 +87,34 @@ enum Outstanding {
     /// The proxy's own `initialize` ([`bridge`]): its answer goes to the
     /// client pump waiting for it, not to the client.
     Probe,
+    /// A handshake-era client's first `initialize` (raw id, params): a
+    /// refusal may mean a server of 2026-07-28 alone ([`bridge`]).
+    Initialize {
+        call_id: String,
+        params: Option<serde_json::Map<String, Value>>,
+    },
+    /// The proxy's `server/discover` after the server refused the client's
+    /// `initialize` (raw id, the version it asked for, the `_meta` its
+    /// requests would get, the refusal to pass on if this fails too).
+    Discover {
+        call_id: String,
+        version: String,
+        meta: serde_json::Map<String, Value>,
+        refusal: String,
+    },
+}
+
+/// Where a client's request goes, as far as the server's era is concerned.
+enum Route {
+    /// As it came.
+    Plain,
+    /// To a server the proxy initialized for a 2026-07-28 client.
+    Bridged,
+    /// To a 2026-07-28 server a handshake-era client initialized, with
+    /// this `_meta` added.
+    Reversed(serde_json::Map<String, Value>),
+    /// The client's first `initialize`.
+    FirstInitialize,
 }
 
 /// How long the proxy waits for the server to answer its own `initialize`.
@@ -404,7 +432,10 @@ async fn client_message(
             return Ok(());
         }
         if method == Some("notifications/initialized")
-            && matches!(*session.upstream(), Upstream::Bridged(_))
+            && matches!(
+                *session.upstream(),
+                Upstream::Bridged(_) | Upstream::Reversed(_)
+            )
         {
             // The proxy ended the handshake itself.
             return Ok(());
@@ -436,8 +467,8 @@ async fn client_message(
         )
         .await;
     }
-    let bridged = match era_of_server(session, method, envelope, to_server).await? {
-        Ok(bridged) => bridged,
+    let route = match era_of_server(session, method, envelope, to_server).await? {
+        Ok(route) => route,
         Err(why) => {
             return send(to_client, message::error(Some(id), code::REFUSED, &why)).await;
         }
@@ -449,34 +480,46 @@ async fn client_message(
     // Read once: a call needs its params, a bridged request its era. A
     // bridged server gets 2026-07-28 requests without the revision's
     // `_meta` (a call's is taken off as it is rebuilt), and its results are
-    // completed for the client.
-    let params = (bridged || method == "tools/call")
+    // completed for the client; a reversed one gets each request with it.
+    let first_initialize = matches!(route, Route::FirstInitialize);
+    let params = (!matches!(route, Route::Plain) || method == "tools/call")
         .then(|| params_of(envelope))
         .flatten();
-    let stateless = bridged
-        && params
-            .as_ref()
-            .is_some_and(|p| Era::of_request(p) == Era::Stateless);
-    if method == "tools/call" {
-        return tool_call(session, params, id, line, stateless, to_client, to_server).await;
-    }
-    let line = if stateless {
-        bridge::for_handshake_server(line).unwrap_or_else(|| line.to_owned())
-    } else {
-        line.to_owned()
+    let toward = match route {
+        Route::Bridged
+            if params
+                .as_ref()
+                .is_some_and(|p| Era::of_request(p) == Era::Stateless) =>
+        {
+            Toward::HandshakeServer
+        }
+        Route::Reversed(meta) => Toward::StatelessServer(meta),
+        _ => Toward::AsIs,
     };
+    let complete = matches!(toward, Toward::HandshakeServer);
+    if method == "tools/call" {
+        return tool_call(session, params, id, line, &toward, to_client, to_server).await;
+    }
+    let line = toward.line(line);
     match method {
-        "tools/list" => {
+        "initialize" if first_initialize => {
             session.outstanding().insert(
                 key,
-                Outstanding::List {
-                    complete: stateless,
+                Outstanding::Initialize {
+                    call_id: id.get().to_owned(),
+                    params,
                 },
             );
             send(to_server, line).await
         }
+        "tools/list" => {
+            session
+                .outstanding()
+                .insert(key, Outstanding::List { complete });
+            send(to_server, line).await
+        }
         _ => {
-            let complete = stateless.then(|| method.to_owned());
+            let complete = complete.then(|| method.to_owned());
             session
                 .outstanding()
                 .insert(key, Outstanding::Other { complete });
@@ -492,29 +535,35 @@ fn params_of(envelope: &Envelope<'_>) -> Option<serde_json::Map<String, Value>> 
 }
 
 /// Settles which revision the server takes before a request of `method`
-/// moves ([`bridge`]): whether the server is bridged, or why the request
-/// cannot be sent.
+/// moves ([`bridge`]): where the request goes, or why it cannot be sent.
 async fn era_of_server(
     session: &Session,
     method: &str,
     envelope: &Envelope<'_>,
     to_server: &mpsc::Sender<String>,
-) -> Result<Result<bool, String>, Error> {
-    match &*session.upstream() {
-        Upstream::Bridged(_) => return Ok(Ok(true)),
-        Upstream::Handshake | Upstream::Stateless => return Ok(Ok(false)),
-        Upstream::Fresh => {}
-    }
-    if method == "initialize" {
-        *session.upstream() = Upstream::Handshake;
-        return Ok(Ok(false));
+) -> Result<Result<Route, String>, Error> {
+    {
+        let mut upstream = session.upstream();
+        match &*upstream {
+            Upstream::Bridged(_) => return Ok(Ok(Route::Bridged)),
+            Upstream::Reversed(meta) => return Ok(Ok(Route::Reversed(meta.clone()))),
+            Upstream::Handshake => return Ok(Ok(Route::Plain)),
+            // A server of 2026-07-28 may still take a handshake-era client's
+            // `initialize`; if it refuses, the proxy reverses the bridge.
+            Upstream::Fresh | Upstream::Stateless if method == "initialize" => {
+                *upstream = Upstream::Handshake;
+                return Ok(Ok(Route::FirstInitialize));
+            }
+            Upstream::Stateless => return Ok(Ok(Route::Plain)),
+            Upstream::Fresh => {}
+        }
     }
     let params = params_of(envelope);
     let names_revision = params
         .as_ref()
         .is_some_and(|p| Era::of_request(p) == Era::Stateless);
     if method != "server/discover" && !names_revision {
-        return Ok(Ok(false));
+        return Ok(Ok(Route::Plain));
     }
     // The first 2026-07-28 request: the server is asked to initialize,
     // which a server of either era can answer.
@@ -528,11 +577,11 @@ async fn era_of_server(
         Ok(Ok(Ok(init))) => {
             send(to_server, bridge::initialized()).await?;
             *session.upstream() = Upstream::Bridged(init);
-            Ok(Ok(true))
+            Ok(Ok(Route::Bridged))
         }
         Ok(Ok(Err(_refused))) => {
             *session.upstream() = Upstream::Stateless;
-            Ok(Ok(false))
+            Ok(Ok(Route::Plain))
         }
         Ok(Err(_)) => Ok(Err(
             "hookbox: the MCP server exited before answering initialize".into(),
@@ -558,6 +607,8 @@ fn answered_for_the_server(session: &Session, method: &str, id: &RawValue) -> Op
             Some(message::response(id, &bridge::discover_result(init)))
         }
         (Upstream::Bridged(init), "initialize") => Some(message::response(id, init)),
+        // MCP 2026-07-28 has no `ping`: the proxy is what answers.
+        (Upstream::Reversed(_), "ping") => Some(message::response(id, &json!({}))),
         (Upstream::Handshake, "server/discover") => Some(message::error(
             Some(id),
             code::METHOD_NOT_FOUND,
@@ -607,7 +658,7 @@ async fn tool_call(
     params: Option<serde_json::Map<String, Value>>,
     id: &RawValue,
     line: &str,
-    bridged: bool,
+    toward: &Toward,
     to_client: &mpsc::Sender<String>,
     to_server: &mpsc::Sender<String>,
 ) -> Result<(), Error> {
@@ -739,9 +790,7 @@ async fn tool_call(
             if let Some(answers) = answers {
                 params.insert("inputResponses".into(), answers);
             }
-            if bridged {
-                bridge::strip_revision_meta(params);
-            }
+            toward.params(params);
             Some(message.to_string())
         });
     let Some(outgoing) = outgoing else {
@@ -959,6 +1008,48 @@ async fn server_message(
             }
             Ok(())
         }
+        Some(Outstanding::Initialize { call_id, params }) => {
+            let Some(to_server) = to_server.upgrade().filter(|_| envelope.error.is_some()) else {
+                return send(to_client, line.to_owned()).await;
+            };
+            // Refused: perhaps a server of 2026-07-28 alone. It is asked
+            // what it is, as a client of the revision would ask.
+            let version = params
+                .as_ref()
+                .and_then(|p| p.get("protocolVersion"))
+                .and_then(Value::as_str)
+                .unwrap_or(bridge::HANDSHAKE_VERSION)
+                .to_owned();
+            let meta = bridge::revision_meta(params.as_ref());
+            let discover = bridge::discover(&meta);
+            session.outstanding().insert(
+                bridge::discover_key(),
+                Outstanding::Discover {
+                    call_id,
+                    version,
+                    meta,
+                    refusal: line.to_owned(),
+                },
+            );
+            send(&to_server, discover).await
+        }
+        Some(Outstanding::Discover {
+            call_id,
+            version,
+            meta,
+            refusal,
+        }) => {
+            let discovered = envelope
+                .result
+                .and_then(|r| serde_json::from_str::<Value>(r.get()).ok())
+                .filter(bridge::offers_revision);
+            let (Some(discovered), Ok(id)) = (discovered, RawValue::from_string(call_id)) else {
+                return send(to_client, refusal).await;
+            };
+            *session.upstream() = Upstream::Reversed(meta);
+            let answer = message::response(&id, &bridge::initialize_result(&discovered, &version));
+            send(to_client, answer).await
+        }
         None if session
             .cancelled
             .lock()
@@ -1099,6 +1190,12 @@ async fn tool_result(
     };
     let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
     let answer = match (decision.flow, original, error) {
+        // Only a client of the revision can answer a tool's questions.
+        (Flow::Continue, Some(_), _) if asks && era == Era::Handshake => message::error(
+            Some(&id),
+            code::REFUSED,
+            "hookbox: the tool asks for input (an MCP 2026-07-28 input_required result), which this client, on an older revision of MCP, cannot be asked; use a client on 2026-07-28",
+        ),
         (Flow::Continue, Some(mut result), _) => {
             if era == Era::Stateless {
                 bridge::complete(&mut result, "tools/call");

@@ -18,7 +18,7 @@ pub(crate) struct Client(pub usize);
 
 /// Routes an agent calls as a hook: refused with a block in the agent's
 /// terms (by the route itself), never with a status the agent ignores.
-const HOOK_ROUTES: [&str; 1] = ["/claude-code/hook"];
+const HOOK_ROUTES: [&str; 2] = ["/claude-code/hook", "/opencode/hook"];
 
 /// Lets a request through with its [`Client`] when it may come in.
 pub(crate) async fn require_token(

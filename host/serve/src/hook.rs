@@ -12,6 +12,7 @@ use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use hookbox_agents::claude_code::ClaudeCode;
+use hookbox_agents::opencode::OpenCode;
 use hookbox_agents::{Protocol, Reply, Session, handle};
 
 use crate::App;
@@ -24,6 +25,15 @@ pub(crate) async fn claude_code(
     body: Body,
 ) -> Response {
     agent_hook::<ClaudeCode>(app, client.map(|Extension(c)| c), body).await
+}
+
+/// `POST /opencode/hook`: hookbox's OpenCode plugin with `HOOKBOX_URL`.
+pub(crate) async fn opencode(
+    State(app): State<Arc<App>>,
+    client: Option<Extension<Client>>,
+    body: Body,
+) -> Response {
+    agent_hook::<OpenCode>(app, client.map(|Extension(c)| c), body).await
 }
 
 async fn agent_hook<P: Protocol>(app: Arc<App>, client: Option<Client>, body: Body) -> Response

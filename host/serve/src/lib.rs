@@ -11,6 +11,7 @@
 //! | `GET /status` | the live stack: generation, plugins (mode, digest, what shadows would have done), load errors, live runs |
 //! | `GET /metrics` | Prometheus text: events, flows, fail-closed causes, latency, runs, reloads |
 //! | `POST /claude-code/hook` | a Claude Code HTTP hook: its input in, its output JSON back; one run per `session_id` |
+//! | `POST /opencode/hook` | hookbox's OpenCode plugin (`HOOKBOX_URL`): its hook in, its answer back; one run per `sessionID` |
 //!
 //! A run pins the snapshot it started with and keeps its guest instances
 //! for its events, so run-scoped state works across them; idle runs
@@ -187,6 +188,7 @@ impl Server {
             .route("/runs/{id}", axum::routing::delete(end_run))
             .route("/runs/{id}/events", post(post_event))
             .route("/claude-code/hook", post(hook::claude_code))
+            .route("/opencode/hook", post(hook::opencode))
             .fallback(|| async {
                 error(
                     StatusCode::NOT_FOUND,

@@ -103,7 +103,8 @@ const HEAD_WAIT: Duration = Duration::from_millis(200);
 /// A whole response, `connection: close`, for a request turned away
 /// before it was read, of which `head` is the start. An agent reads any
 /// status but 2xx from its hook as "carry on", so a hook route gets a 200
-/// with the agent's block; anything else a 503 with `why` as its error.
+/// with the agent's block; anything else a 503 with `why` as its error
+/// (hookbox's OpenCode plugin blocks on any status but 2xx).
 fn turned_away(head: &[u8], why: &str) -> String {
     use hookbox_agents::Protocol;
     let hook = head.starts_with(b"POST /claude-code/hook ")
