@@ -220,7 +220,8 @@ impl Protocol for ClaudeCode {
     }
 
     fn answer(input: &HookInput, decision: Decision, options: &Options) -> Reply {
-        let by = decision.plugin.as_deref().unwrap_or("hookbox");
+        let by = decision.by();
+        let by = &*by;
         let event = &input.hook_event_name;
         match (event, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
@@ -327,13 +328,9 @@ fn updated_output(output: Value) -> Value {
 /// A call whose arguments a guard changed: the user is asked about the
 /// changed call (unless rewrites are trusted to grant), Claude is told.
 fn rewritten_call(args: &str, by: &str, options: &Options) -> Reply {
-    let input = match serde_json::from_str::<Value>(args) {
-        Ok(input @ Value::Object(_)) => input,
-        _ => {
-            return Reply::json(deny(&format!(
-                "hookbox: {by} rewrote the arguments into something that is not a JSON object; blocked"
-            )));
-        }
+    let input = match crate::common::rewritten_object(args, by) {
+        Ok(input) => input,
+        Err(why) => return Reply::json(deny(&why)),
     };
     let decision = if options.rewrites_grant {
         "allow"

@@ -18,7 +18,7 @@ use hookbox::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, by, context_only, tool_call, tool_result};
+use crate::common::{args_text, context_only, tool_call, tool_result};
 use crate::{Options, Protocol, Reply, Session};
 
 /// A hook's input, as Cline sends it. Other fields are ignored.
@@ -142,7 +142,7 @@ impl Protocol for Cline {
     }
 
     fn answer(input: &HookInput, decision: Decision, _options: &Options) -> Reply {
-        let by = by(&decision).to_owned();
+        let by = decision.by().to_string();
         match (input.hook_name.as_deref(), decision.flow) {
             (_, Flow::Continue) => Reply::json(json!({"cancel": false})),
             (Some("PreToolUse"), Flow::Skip(reason)) => cancel(&reason),

@@ -1,7 +1,7 @@
 //! Pieces every protocol uses: hookbox events from a tool call's parts, and
 //! arguments in one canonical form.
 
-use hookbox::{Decision, RequestPatch, StepEvent, ToolCall, ToolOutcome, ToolResult};
+use hookbox::{RequestPatch, StepEvent, ToolCall, ToolOutcome, ToolResult};
 use serde_json::Value;
 
 /// A tool's arguments as canonical JSON text: an object as its compact
@@ -48,19 +48,13 @@ pub(crate) fn tool_result(
     })
 }
 
-/// Who decided: the plugin, or hookbox itself.
-pub(crate) fn by(decision: &Decision) -> &str {
-    decision.plugin.as_deref().unwrap_or("hookbox")
-}
-
 /// Rewritten arguments as a JSON object, or why not.
 pub(crate) fn rewritten_object(args: &str, by: &str) -> Result<Value, String> {
-    match serde_json::from_str::<Value>(args) {
-        Ok(value @ Value::Object(_)) => Ok(value),
-        _ => Err(format!(
+    hookbox::json::args_object(args).ok_or_else(|| {
+        format!(
             "hookbox: {by} rewrote the arguments into something that is not a JSON object; blocked"
-        )),
-    }
+        )
+    })
 }
 
 /// The documents of a patch that only adds extra context, as one text

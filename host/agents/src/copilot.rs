@@ -17,7 +17,7 @@ use hookbox::{Decision, Flow, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, by, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, rewritten_object, tool_call, tool_result};
 use crate::shape::peek_string_field;
 use crate::{Options, Protocol, Reply, Session};
 
@@ -173,7 +173,7 @@ impl Protocol for Copilot {
     }
 
     fn answer(input: &HookInput, decision: Decision, options: &Options) -> Reply {
-        let by = by(&decision).to_owned();
+        let by = decision.by().to_string();
         match (input.event(), decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
             (Event::PreToolUse, Flow::Skip(reason)) => Reply::json(pre_deny(&reason)),

@@ -21,7 +21,7 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, by, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, rewritten_object, tool_call, tool_result};
 use crate::shape::{peek_string_field, reshape, result_text};
 use crate::{Options, Protocol, Reply, Session};
 
@@ -168,7 +168,7 @@ impl Protocol for Cursor {
     }
 
     fn answer(input: &HookInput, decision: Decision, options: &Options) -> Reply {
-        let by = by(&decision).to_owned();
+        let by = decision.by().to_string();
         match (&input.hook_event_name, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
             (Event::PreToolUse, Flow::RewriteArgs(args)) if options.rewrites_grant => {

@@ -17,7 +17,7 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolError, ToolErrorKin
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, by, context_only, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, context_only, rewritten_object, tool_call, tool_result};
 use crate::shape::{peek_string_field, result_text};
 use crate::{Options, Protocol, Reply, Session};
 
@@ -141,7 +141,7 @@ impl Protocol for Gemini {
     }
 
     fn answer(input: &HookInput, decision: Decision, options: &Options) -> Reply {
-        let by = by(&decision).to_owned();
+        let by = decision.by().to_string();
         match (&input.hook_event_name, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
             (Event::BeforeTool, Flow::Skip(reason)) => {

@@ -22,7 +22,7 @@ use hookbox::{Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, by, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, rewritten_object, tool_call, tool_result};
 use crate::shape::{reshape, result_text};
 use crate::{Options, Protocol, Reply, Session};
 
@@ -128,7 +128,7 @@ impl Protocol for OpenCode {
     }
 
     fn answer(input: &HookInput, decision: Decision, _options: &Options) -> Reply {
-        let by = by(&decision).to_owned();
+        let by = decision.by().to_string();
         let hook = input.hook.as_str();
         match (hook, decision.flow) {
             (_, Flow::Continue) => Reply::json(json!({})),

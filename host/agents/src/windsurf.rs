@@ -22,7 +22,7 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::common::{args_text, by, tool_call, tool_result};
+use crate::common::{args_text, tool_call, tool_result};
 use crate::{Options, Protocol, Reply, Session};
 
 /// A hook's input, as Cascade sends it. Other fields are ignored.
@@ -152,7 +152,7 @@ impl Protocol for Windsurf {
     }
 
     fn answer(input: &HookInput, decision: Decision, _options: &Options) -> Reply {
-        let by = by(&decision).to_owned();
+        let by = decision.by().to_string();
         let event = input.agent_action_name.as_str();
         match (event, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),

@@ -86,6 +86,11 @@ pub struct FailClosed {
     pub detail: String,
 }
 
+/// How hookbox names itself where a plugin's name goes: a failure or a
+/// decision of the host's own (a run refused for want of instance slots, a
+/// guard call that did not finish, a default no plugin made).
+pub const HOST: &str = "hookbox";
+
 impl FailClosed {
     /// A failure of `plugin`.
     pub fn new(plugin: &Arc<str>, cause: Cause, detail: impl Into<String>) -> FailClosed {
@@ -94,6 +99,11 @@ impl FailClosed {
             cause,
             detail: detail.into(),
         }
+    }
+
+    /// A failure of the host's own, named [`HOST`].
+    pub fn host(cause: Cause, detail: impl Into<String>) -> FailClosed {
+        FailClosed::new(&Arc::from(HOST), cause, detail)
     }
 }
 

@@ -261,6 +261,15 @@ pub fn is_json_object(text: &str) -> bool {
     text.trim_start().starts_with('{') && is_json(text)
 }
 
+/// `args`, a guard's rewrite of a call's arguments, as the object every
+/// agent and protocol needs (DESIGN.md §8); `None` when it is anything
+/// else, which each door refuses in its own terms.
+pub fn args_object(args: &str) -> Option<serde_json::Value> {
+    serde_json::from_str::<serde_json::Value>(args)
+        .ok()
+        .filter(serde_json::Value::is_object)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{canonical, slow_canonical};

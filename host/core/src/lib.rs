@@ -84,7 +84,7 @@ pub mod trace;
 pub mod watch;
 
 pub use engine::{Runtime, RuntimeConfig};
-pub use error::{Busy, Cause, Error, FailClosed, LoadError, LoadPhase};
+pub use error::{Busy, Cause, Error, FailClosed, HOST, LoadError, LoadPhase};
 pub use event::*;
 pub use flow::{Conflict, Document, Flow, RequestPatch};
 pub use inspect::{PluginInfo, inspect};

@@ -117,6 +117,14 @@ pub struct Shadowed {
 }
 
 impl Decision {
+    /// Who decided, as a client is told: the plugin, or [`crate::HOST`]
+    /// when no plugin in particular did.
+    pub fn by(&self) -> Arc<str> {
+        self.plugin
+            .clone()
+            .unwrap_or_else(|| Arc::from(crate::HOST))
+    }
+
     /// A decision of `flow` that no plugin in particular made.
     pub fn new(flow: Flow) -> Decision {
         Decision {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::error::{Cause, FailClosed};
 use crate::event::EventKind;
 use crate::flow::Flow;
-use crate::stack::Outcome;
+use crate::stack::{Decision, Outcome};
 
 /// How every reason begins.
 const PREFIX: &str = "hookbox stopped the run: ";
@@ -37,19 +37,51 @@ pub enum Stopped {
 
 impl Stopped {
     /// The stop an outcome means, if it ends the run: a fail-closed or a
-    /// terminate. Other flows (a `fail` on an invalid tool call included)
-    /// go the framework's own way.
+    /// terminate (of the deciding plugin, else [`crate::HOST`]). Other
+    /// flows (a `fail` on an invalid tool call included) go the
+    /// framework's own way.
     pub fn of(outcome: &Outcome, event: EventKind) -> Option<Stopped> {
         match outcome {
             Err(failure) => Some(Stopped::FailedClosed(failure.clone())),
             Ok(decision) => match &decision.flow {
                 Flow::Terminate(reason) => Some(Stopped::Terminated {
-                    plugin: decision.plugin.as_deref().unwrap_or_default().to_owned(),
+                    plugin: decision.by().to_string(),
                     event,
                     reason: reason.clone(),
                 }),
                 _ => None,
             },
+        }
+    }
+
+    /// The outcome of an event as a framework whose run ends on a stop
+    /// takes it: the decision, or the stop ([`Stopped::of`]). A `fail`
+    /// answered to any event but an invalid tool call is the run's end
+    /// replayed (a plugin failed an invalid tool call earlier): that stop.
+    ///
+    /// # Errors
+    /// The stop, when the outcome ends the run.
+    pub fn settle(outcome: Outcome, event: EventKind) -> Result<Decision, Stopped> {
+        if let Some(stop) = Stopped::of(&outcome, event) {
+            return Err(stop);
+        }
+        match outcome {
+            Ok(decision) if decision.flow == Flow::Fail && event != EventKind::InvalidToolCall => {
+                Err(Stopped::run_failed(&decision.by()))
+            }
+            Ok(decision) => Ok(decision),
+            // `Stopped::of` took every failure.
+            Err(failure) => Err(Stopped::FailedClosed(failure)),
+        }
+    }
+
+    /// The stop of a run that `plugin` ended by failing an invalid tool
+    /// call.
+    pub fn run_failed(plugin: &str) -> Stopped {
+        Stopped::Terminated {
+            plugin: plugin.to_owned(),
+            event: EventKind::InvalidToolCall,
+            reason: "the stack failed an invalid tool call, which ended the run".to_owned(),
         }
     }
 
@@ -129,7 +161,6 @@ impl From<FailClosed> for Stopped {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stack::Decision;
 
     #[test]
     fn every_stop_reads_back_from_its_reason() {
@@ -192,5 +223,32 @@ mod tests {
             Stopped::of(&Ok(Decision::new(Flow::skip("x"))), EventKind::ToolCall),
             None
         );
+        let unnamed = Stopped::of(
+            &Ok(Decision::new(Flow::terminate("no"))),
+            EventKind::ToolCall,
+        );
+        assert_eq!(
+            unnamed.map(|s| s.plugin().to_owned()).as_deref(),
+            Some(crate::HOST)
+        );
+    }
+
+    #[test]
+    fn a_fail_ends_the_run_except_where_it_answers_an_invalid_tool_call() {
+        let failed = || Ok(Decision::new(Flow::Fail));
+        assert_eq!(
+            Stopped::settle(failed(), EventKind::InvalidToolCall),
+            Ok(Decision::new(Flow::Fail))
+        );
+        assert_eq!(
+            Stopped::settle(failed(), EventKind::ToolCall),
+            Err(Stopped::run_failed(crate::HOST))
+        );
+        let trapped = FailClosed::new(&Arc::from("g"), Cause::Trap, "x");
+        assert_eq!(
+            Stopped::settle(Err(trapped.clone()), EventKind::ToolCall),
+            Err(Stopped::FailedClosed(trapped))
+        );
+        assert!(Stopped::settle(Ok(Decision::new(Flow::Continue)), EventKind::ToolCall).is_ok());
     }
 }

@@ -59,11 +59,7 @@ impl Guard {
     pub fn start_run(&self, run_id: impl Into<String>) -> Result<GuardRun, Stopped> {
         let snapshot = self.source.snapshot();
         let run = snapshot.stack.try_start_run(run_id).map_err(|busy| {
-            Stopped::FailedClosed(FailClosed::new(
-                &Arc::from("hookbox"),
-                Cause::Limit,
-                busy.to_string(),
-            ))
+            Stopped::FailedClosed(FailClosed::host(Cause::Limit, busy.to_string()))
         })?;
         Ok(GuardRun {
             shared: Arc::new(Shared {
@@ -145,7 +141,7 @@ impl GuardRun {
             return Ok(Decision::new(kind.default_flow()));
         }
         let this = self.clone();
-        let outcome = off_executor(move || this.decide(&event)).await;
+        let outcome = hookbox_adapter::off_executor(move || this.decide(&event)).await;
         self.settle(outcome, kind)
     }
 
@@ -157,13 +153,7 @@ impl GuardRun {
             return Err(stopped);
         }
         let kind = event.kind();
-        let multi_thread = tokio::runtime::Handle::try_current()
-            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-        let outcome = if multi_thread {
-            tokio::task::block_in_place(|| self.decide(&event))
-        } else {
-            self.decide(&event)
-        };
+        let outcome = hookbox_adapter::blocking_here(|| self.decide(&event));
         self.settle(outcome, kind)
     }
 
@@ -173,24 +163,16 @@ impl GuardRun {
         run.dispatch(&ctx, event)
     }
 
+    /// The outcome as llm-stack takes it; a stop is kept, the first one.
+    /// A fail ends the run here wherever it comes (llm-stack has no way to
+    /// fail an invalid tool call but ending the run).
     fn settle(&self, outcome: hookbox::Outcome, kind: EventKind) -> Result<Decision, Stopped> {
-        match outcome {
-            Err(failure) => Err(self.stop(failure.into())),
-            Ok(decision) => match &decision.flow {
-                Flow::Terminate(reason) => Err(self.stop(Stopped::Terminated {
-                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
-                    event: kind,
-                    reason: reason.clone(),
-                })),
-                // A fail ends the run: the stack's answer to an invalid
-                // tool call, or (asked again after it) the run's end.
-                Flow::Fail => Err(self.stop(Stopped::Terminated {
-                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
-                    event: EventKind::InvalidToolCall,
-                    reason: "the stack failed an invalid tool call, which ends the run".to_owned(),
-                })),
-                _ => Ok(decision),
-            },
+        match Stopped::settle(outcome, kind) {
+            Ok(decision) if decision.flow == Flow::Fail => {
+                Err(self.stop(Stopped::run_failed(&decision.by())))
+            }
+            Ok(decision) => Ok(decision),
+            Err(stop) => Err(self.stop(stop)),
         }
     }
 
@@ -321,7 +303,7 @@ impl GuardRun {
             Err(stopped) => return ToolApproval::Deny(stopped.reason()),
             Ok(decision) => decision,
         };
-        let plugin = decision.plugin.unwrap_or_else(|| Arc::from("hookbox"));
+        let plugin = decision.by();
         match decision.flow {
             Flow::Retry(feedback) => ToolApproval::Deny(feedback),
             Flow::Skip(reason) => ToolApproval::Deny(reason),
@@ -347,28 +329,6 @@ impl GuardRun {
                 ToolApproval::Deny(self.stop(stopped).reason())
             }
         }
-    }
-}
-
-/// Runs a guard call (synchronous, bounded by the plugins' deadlines)
-/// without holding up the async executor: on a multi-threaded runtime in
-/// place, the worker's other tasks handed to the other workers
-/// (`block_in_place`, no thread hop); on a current-thread runtime on the
-/// blocking pool; outside tokio in place. (A hop to the blocking pool costs
-/// about 50 µs a call on a 2-core machine: BENCHMARKS.md.)
-async fn off_executor(ask: impl FnOnce() -> hookbox::Outcome + Send + 'static) -> hookbox::Outcome {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(ask)
-        }
-        Ok(handle) => handle.spawn_blocking(ask).await.unwrap_or_else(|e| {
-            Err(FailClosed::new(
-                &Arc::from("hookbox"),
-                Cause::Trap,
-                format!("the guard call did not finish: {e}"),
-            ))
-        }),
-        Err(_) => ask(),
     }
 }
 
@@ -415,9 +375,9 @@ impl GuardedProvider {
             turn,
         });
         let decision = self.run.ask(call).await.map_err(|s| stop_error(&s))?;
+        let plugin = decision.by();
         let patched = match decision.flow {
             Flow::PatchRequest(patch) => {
-                let plugin = decision.plugin.unwrap_or_else(|| Arc::from("hookbox"));
                 map::apply_patch(patch, params, &plugin)
                     .map_err(|failure| stop_error(&self.run.stop(failure.into())))?
             }

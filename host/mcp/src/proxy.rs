@@ -162,19 +162,13 @@ impl Session {
     /// Asks the run about `event`, off the async threads (a guest may run
     /// up to its deadline).
     async fn step(&self, event: StepEvent) -> Outcome {
-        let (run, span) = (self.run.clone(), self.span.clone());
-        let decided = tokio::task::spawn_blocking(move || {
+        let run = self.run.clone();
+        hookbox_adapter::on_blocking_pool(self.span.clone(), move || {
             let mut run = run.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            span.in_scope(|| run.step(&event))
+            run.step(&event)
         })
-        .await;
-        decided.unwrap_or_else(|e| {
-            Err(hookbox::FailClosed::new(
-                &"hookbox".into(),
-                hookbox::Cause::Trap,
-                format!("deciding the event stopped: {e}"),
-            ))
-        })
+        .await
+        .unwrap_or_else(|why| Err(hookbox_adapter::unfinished(&why)))
     }
 
     fn answered_here(&self, key: String) {
@@ -724,12 +718,12 @@ async fn tool_call(
             return send(to_client, answer_here(refusal)).await;
         }
     };
-    let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
+    let plugin = decision.by();
     let forward_args = match decision.flow {
         Flow::Continue => args,
-        Flow::RewriteArgs(rewritten) => match serde_json::from_str::<Value>(&rewritten) {
-            Ok(value) if value.is_object() => value.to_string(),
-            _ => {
+        Flow::RewriteArgs(rewritten) => match hookbox::json::args_object(&rewritten) {
+            Some(value) => value.to_string(),
+            None => {
                 let refusal = message::error(
                     Some(id),
                     code::REFUSED,
@@ -840,7 +834,7 @@ async fn guard_answers(
     let decision = session.step(event).await.map_err(|failure| {
         format!("hookbox: {failure}; this session's later calls are refused too")
     })?;
-    let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
+    let plugin = decision.by();
     match decision.flow {
         Flow::Continue => Ok(answers.clone()),
         Flow::RewriteResult(text) => match serde_json::from_str::<Value>(&text) {
@@ -1188,7 +1182,7 @@ async fn tool_result(
         Ok(decision) => decision,
         Err(failure) => return send(to_client, refusal(failure.to_string())).await,
     };
-    let plugin = decision.plugin.as_deref().unwrap_or("a hook").to_owned();
+    let plugin = decision.by();
     let answer = match (decision.flow, original, error) {
         // Only a client of the revision can answer a tool's questions.
         (Flow::Continue, Some(_), _) if asks && era == Era::Handshake => message::error(

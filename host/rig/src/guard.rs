@@ -94,7 +94,7 @@ impl Guard {
             .stack
             .try_start_run(format!("rig-{}", ctx.run_id()))
             .map(Mutex::new)
-            .map_err(|busy| FailClosed::new(&Arc::from("hookbox"), Cause::Limit, busy.to_string()));
+            .map_err(|busy| FailClosed::host(Cause::Limit, busy.to_string()));
         let run = Arc::new(GuardRun {
             run,
             wants: snapshot.stack.subscriptions(),
@@ -150,46 +150,9 @@ impl Guard {
             }
             Err(failure) => Err(failure.clone()),
         };
-        match off_executor(ask).await {
-            Err(failure) => Err(Stopped::FailedClosed(failure)),
-            Ok(decision) => match &decision.flow {
-                Flow::Terminate(reason) => Err(Stopped::Terminated {
-                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
-                    event: kind,
-                    reason: reason.clone(),
-                }),
-                // The run ended on a failed invalid tool call: rig failed
-                // the run then; anything still asked gets the same end.
-                Flow::Fail if kind != EventKind::InvalidToolCall => Err(Stopped::Terminated {
-                    plugin: decision.plugin.as_deref().unwrap_or("hookbox").to_owned(),
-                    event: EventKind::InvalidToolCall,
-                    reason: "the stack failed an invalid tool call, which ended the run".to_owned(),
-                }),
-                _ => Ok(decision),
-            },
-        }
-    }
-}
-
-/// Runs a guard call (synchronous, bounded by the plugins' deadlines)
-/// without holding up the async executor: on a multi-threaded runtime in
-/// place, the worker's other tasks handed to the other workers
-/// (`block_in_place`, no thread hop); on a current-thread runtime on the
-/// blocking pool; outside tokio in place. (A hop to the blocking pool costs
-/// about 50 µs a call on a 2-core machine: BENCHMARKS.md.)
-async fn off_executor(ask: impl FnOnce() -> hookbox::Outcome + Send + 'static) -> hookbox::Outcome {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(ask)
-        }
-        Ok(handle) => handle.spawn_blocking(ask).await.unwrap_or_else(|e| {
-            Err(FailClosed::new(
-                &Arc::from("hookbox"),
-                Cause::Trap,
-                format!("the guard call did not finish: {e}"),
-            ))
-        }),
-        Err(_) => ask(),
+        // A fail on an invalid tool call goes rig's own way (it fails the
+        // run); anything asked after it gets the same end.
+        Stopped::settle(hookbox_adapter::off_executor(ask).await, kind)
     }
 }
 
@@ -241,7 +204,7 @@ impl AgentHook for Guard {
                 plugin,
                 ..
             }) => {
-                let plugin = plugin.unwrap_or_else(|| Arc::from("hookbox"));
+                let plugin = plugin.unwrap_or_else(|| Arc::from(hookbox::HOST));
                 match map::request_patch(patch, event.history, event.prompt, &plugin) {
                     Ok(patch) => CompletionCallAction::Patch(patch),
                     Err(failure) => CompletionCallAction::Stop(Stopped::from(failure).reason()),
@@ -298,12 +261,9 @@ impl AgentHook for Guard {
         };
         // What rig would refuse is refused here, naming the plugin: rig
         // would end the run with its own error instead.
+        let by = decision.by();
         let refuse = |detail: String| {
-            let plugin = decision
-                .plugin
-                .clone()
-                .unwrap_or_else(|| Arc::from("hookbox"));
-            let failure = FailClosed::new(&plugin, Cause::UnsupportedFlow, detail);
+            let failure = FailClosed::new(&by, Cause::UnsupportedFlow, detail);
             Some(InvalidToolCallAction::stop(Stopped::from(failure).reason()))
         };
         match decision.flow {
@@ -440,6 +400,7 @@ impl Guard {
             Err(stopped) => return OutcomeAction::stop(stopped.reason()),
             Ok(decision) => decision,
         };
+        let plugin = decision.by();
         let Flow::RewriteResult(text) = decision.flow else {
             return OutcomeAction::Proceed;
         };
@@ -450,7 +411,6 @@ impl Guard {
                         result: result.clone().with_output(output),
                     })),
                     Err(detail) => {
-                        let plugin = decision.plugin.unwrap_or_else(|| Arc::from("hookbox"));
                         OutcomeAction::stop(
                             Stopped::from(FailClosed::new(&plugin, Cause::UnsupportedFlow, detail))
                                 .reason(),

@@ -71,15 +71,9 @@ impl Hooks {
         };
         // The decision's own span (`apply_guardrail`, from the stack) is a
         // child of the run's on the blocking thread too, and goes to the
-        // same subscriber (also a thread's own, as in tests).
-        let (subscriber, parent) = (
-            tracing::dispatcher::get_default(Clone::clone),
-            tracing::Span::current(),
-        );
-        let joined = tokio::task::spawn_blocking(move || {
-            let outcome = tracing::dispatcher::with_default(&subscriber, || {
-                parent.in_scope(|| run.dispatch(&ctx, &event))
-            });
+        // same subscriber.
+        let joined = hookbox_adapter::on_blocking_pool(tracing::Span::current(), move || {
+            let outcome = run.dispatch(&ctx, &event);
             (run, outcome)
         })
         .await;
