@@ -75,7 +75,7 @@ mod tests {
 
     /// The names of the spans open around a call, as the caller's
     /// subscriber records them.
-    fn spans_around(call: impl FnOnce(&dyn Fn() -> Vec<String>)) -> Vec<String> {
+    fn spans_around(call: impl FnOnce()) -> Vec<String> {
         use tracing_subscriber::layer::{Context, SubscriberExt};
         struct Names(Arc<Mutex<Vec<String>>>);
         impl<S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>>
@@ -91,12 +91,8 @@ mod tests {
         }
         let seen = Arc::new(Mutex::new(Vec::new()));
         let subscriber = tracing_subscriber::registry().with(Names(seen.clone()));
-        let seen_now = seen.clone();
-        tracing::subscriber::with_default(subscriber, || {
-            call(&move || seen_now.lock().unwrap().clone())
-        });
-        let names = seen.lock().unwrap().clone();
-        names
+        tracing::subscriber::with_default(subscriber, call);
+        seen.lock().unwrap().clone()
     }
 
     fn decided() -> Outcome {
@@ -107,7 +103,7 @@ mod tests {
     #[test]
     fn every_way_of_asking_keeps_the_callers_span_and_subscriber() {
         for flavor in ["current", "multi"] {
-            let names = spans_around(|_| {
+            let names = spans_around(|| {
                 let runtime = match flavor {
                     "current" => tokio::runtime::Builder::new_current_thread().build(),
                     _ => tokio::runtime::Builder::new_multi_thread()

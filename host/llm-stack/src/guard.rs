@@ -377,10 +377,8 @@ impl GuardedProvider {
         let decision = self.run.ask(call).await.map_err(|s| stop_error(&s))?;
         let plugin = decision.by();
         let patched = match decision.flow {
-            Flow::PatchRequest(patch) => {
-                map::apply_patch(patch, params, &plugin)
-                    .map_err(|failure| stop_error(&self.run.stop(failure.into())))?
-            }
+            Flow::PatchRequest(patch) => map::apply_patch(patch, params, &plugin)
+                .map_err(|failure| stop_error(&self.run.stop(failure.into())))?,
             _ => params.clone(),
         };
         *self

@@ -410,12 +410,10 @@ impl Guard {
                     Ok(output) => OutcomeAction::Replace(Ok(Answered::ToolResult {
                         result: result.clone().with_output(output),
                     })),
-                    Err(detail) => {
-                        OutcomeAction::stop(
-                            Stopped::from(FailClosed::new(&plugin, Cause::UnsupportedFlow, detail))
-                                .reason(),
-                        )
-                    }
+                    Err(detail) => OutcomeAction::stop(
+                        Stopped::from(FailClosed::new(&plugin, Cause::UnsupportedFlow, detail))
+                            .reason(),
+                    ),
                 }
             }
             // A failed dispatch: the model sees the report's message, so the
