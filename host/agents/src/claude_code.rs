@@ -225,7 +225,6 @@ impl Protocol for ClaudeCode {
         let event = &input.hook_event_name;
         match (event, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
-            (_, Flow::Terminate(reason)) => stop(input, &format!("{by}: {reason}")),
             (Event::PreToolUse, Flow::Skip(reason)) => Reply::json(deny(&reason)),
             (Event::PreToolUse, Flow::RewriteArgs(args)) => rewritten_call(&args, by, options),
             (Event::PermissionRequest, Flow::Skip(reason)) => {

@@ -153,7 +153,6 @@ impl Protocol for Cline {
                 "hookbox: {by} found content in this tool's result that must not reach the model (Cline cannot replace a result); cancelled"
             )),
             (Some("UserPromptSubmit"), Flow::PatchRequest(patch)) => context(patch, &by),
-            (_, Flow::Terminate(reason)) => cancel(&format!("{by}: {reason}")),
             (hook, flow) => cancel(&format!(
                 "hookbox: {by} answered `{}` to {}, which Cline hooks cannot express; cancelled",
                 flow.name(),

@@ -163,7 +163,6 @@ impl Protocol for Codex {
                 };
                 Reply::json(json!({"decision": "block", "reason": shown}))
             }
-            (_, Flow::Terminate(reason)) => Codex::fail(input, &format!("{by}: {reason}")),
             (event, flow) => Codex::fail(
                 input,
                 &format!(

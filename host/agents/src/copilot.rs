@@ -196,7 +196,6 @@ impl Protocol for Copilot {
             (Event::PostToolUse, Flow::RewriteResult(result)) => {
                 Reply::json(modified_result(input, &result))
             }
-            (_, Flow::Terminate(reason)) => Copilot::fail(input, &format!("{by}: {reason}")),
             (event, flow) => Copilot::fail(
                 input,
                 &format!(

@@ -210,7 +210,6 @@ impl Protocol for Cursor {
                     ),
                 }
             }
-            (_, Flow::Terminate(reason)) => Cursor::fail(input, &format!("{by}: {reason}")),
             (event, flow) => Cursor::fail(
                 input,
                 &format!(

@@ -180,7 +180,6 @@ impl Protocol for Gemini {
                     ),
                 ),
             },
-            (_, Flow::Terminate(reason)) => Gemini::fail(input, &format!("{by}: {reason}")),
             (event, flow) => Gemini::fail(
                 input,
                 &format!(

@@ -55,7 +55,7 @@ pub mod shape;
 mod store;
 pub mod windsurf;
 
-use hookbox::{Decision, Outcome, StepEvent};
+use hookbox::{Decision, Flow, Outcome, StepEvent};
 use serde::de::DeserializeOwned;
 
 pub use reply::Reply;
@@ -141,7 +141,8 @@ pub trait Protocol {
         Reply::no_opinion().with_note("hookbox: not an event hookbox guards; no opinion")
     }
 
-    /// The stack's decision, said in the agent's terms.
+    /// The stack's decision, said in the agent's terms (a terminate is
+    /// [`Protocol::fail`]'s, never asked here).
     fn answer(input: &Self::Input, decision: Decision, options: &Options) -> Reply;
 
     /// The event's own block, for a stack that failed closed or a failure
@@ -168,6 +169,15 @@ pub fn handle<P: Protocol>(
         Err(reason) => return P::fail(&input, &format!("hookbox: blocked: {reason}")),
     };
     match decide(&P::session(&input), &event) {
+        // A terminate is the event's own block in every protocol.
+        Ok(Ok(Decision {
+            flow: Flow::Terminate(reason),
+            plugin,
+            ..
+        })) => {
+            let by = plugin.as_deref().unwrap_or(hookbox::HOST);
+            P::fail(&input, &format!("{by}: {reason}"))
+        }
         Ok(Ok(decision)) => P::answer(&input, decision, options),
         Ok(Err(failure)) => P::fail(
             &input,

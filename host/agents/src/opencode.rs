@@ -142,7 +142,6 @@ impl Protocol for OpenCode {
             ("tool.execute.after", Flow::RewriteResult(text)) => {
                 rewritten_result(input, &text, &by)
             }
-            (_, Flow::Terminate(reason)) => block(&format!("{by}: {reason}")),
             (_, flow) => block(&format!(
                 "hookbox: {by} answered `{}` to {hook}, which an OpenCode plugin cannot do; blocked",
                 flow.name()

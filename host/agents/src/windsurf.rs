@@ -170,7 +170,6 @@ impl Protocol for Windsurf {
             ("pre_user_prompt", Flow::PatchRequest(_)) => block(&format!(
                 "hookbox: {by} would add to this prompt, which Cascade hooks cannot do; blocked rather than sent without it (leave {by} out of the plugins Cascade's hook uses)"
             )),
-            (_, Flow::Terminate(reason)) => block(&format!("{by}: {reason}")),
             (_, flow) => block(&format!(
                 "hookbox: {by} answered `{}` to {event}, which Cascade hooks cannot express; blocked",
                 flow.name()
