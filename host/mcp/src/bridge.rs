@@ -29,6 +29,8 @@
 //! | refuses it, and answers `server/discover` offering 2026-07-28 | it is *reversed*: the client's `initialize` answered from the discover result (the version the client asked for, the server's capabilities, name and instructions), its `notifications/initialized` and `ping` answered by the proxy, each of its requests forwarded with the revision's `_meta` (protocol version, client info, capabilities) added; a tool's `input_required` result (the server asks for input) is answered to the client with an error, since it has no way to take one |
 //! | refuses both | the client gets the server's refusal of `initialize` |
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value, json};
 
 /// The revision a bridged server is offered to the client as.
@@ -84,7 +86,12 @@ pub enum Upstream {
     Stateless,
     /// A 2026-07-28 server a handshake-era client initialized: the `_meta`
     /// each of the client's requests gets ([`revision_meta`]).
-    Reversed(Map<String, Value>),
+    Reversed(Arc<Map<String, Value>>),
+}
+
+/// The client info the proxy gives when a client gave none.
+fn hookbox_info() -> Value {
+    json!({"name": "hookbox", "version": env!("CARGO_PKG_VERSION")})
 }
 
 /// The proxy's `initialize`, for a client whose first 2026-07-28 request
@@ -95,7 +102,7 @@ pub fn initialize(params: Option<&Map<String, Value>>) -> String {
         .and_then(|meta| meta.get("io.modelcontextprotocol/clientInfo"))
         .filter(|info| info.get("name").is_some_and(Value::is_string))
         .cloned()
-        .unwrap_or_else(|| json!({"name": "hookbox", "version": env!("CARGO_PKG_VERSION")}));
+        .unwrap_or_else(hookbox_info);
     json!({
         "jsonrpc": "2.0",
         "id": PROBE,
@@ -124,9 +131,7 @@ pub fn revision_meta(params: Option<&Map<String, Value>>) -> Map<String, Value> 
         crate::message::PROTOCOL_VERSION_META.into(),
         Value::from(STATELESS_VERSION),
     );
-    let client_info = field("clientInfo")
-        .cloned()
-        .unwrap_or_else(|| json!({"name": "hookbox", "version": env!("CARGO_PKG_VERSION")}));
+    let client_info = field("clientInfo").cloned().unwrap_or_else(hookbox_info);
     meta.insert(format!("{REVISION_META_PREFIX}clientInfo"), client_info);
     let capabilities = field("capabilities").cloned().unwrap_or_else(|| json!({}));
     meta.insert(
@@ -196,7 +201,7 @@ pub enum Toward {
     HandshakeServer,
     /// A handshake-era request to a reversed server: the revision's
     /// `_meta` added.
-    StatelessServer(Map<String, Value>),
+    StatelessServer(Arc<Map<String, Value>>),
 }
 
 impl Toward {
@@ -338,7 +343,8 @@ mod tests {
         let meta = revision_meta(init.as_object());
         let line = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","_meta":{"progressToken":7}}}"#;
         let out: Value =
-            serde_json::from_str(&Toward::StatelessServer(meta.clone()).line(line)).unwrap();
+            serde_json::from_str(&Toward::StatelessServer(Arc::new(meta.clone())).line(line))
+                .unwrap();
         assert_eq!(
             out["params"]["_meta"],
             json!({"progressToken": 7, "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -346,7 +352,8 @@ mod tests {
                    "io.modelcontextprotocol/clientCapabilities": {"roots": {}}})
         );
         let bare = r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#;
-        let out: Value = serde_json::from_str(&Toward::StatelessServer(meta).line(bare)).unwrap();
+        let out: Value =
+            serde_json::from_str(&Toward::StatelessServer(Arc::new(meta)).line(bare)).unwrap();
         assert_eq!(
             out["params"]["_meta"][crate::message::PROTOCOL_VERSION_META],
             "2026-07-28"

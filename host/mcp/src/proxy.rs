@@ -112,7 +112,7 @@ enum Route {
     Bridged,
     /// To a 2026-07-28 server a handshake-era client initialized, with
     /// this `_meta` added.
-    Reversed(serde_json::Map<String, Value>),
+    Reversed(Arc<serde_json::Map<String, Value>>),
     /// The client's first `initialize`.
     FirstInitialize,
 }
@@ -1040,7 +1040,7 @@ async fn server_message(
             let (Some(discovered), Ok(id)) = (discovered, RawValue::from_string(call_id)) else {
                 return send(to_client, refusal).await;
             };
-            *session.upstream() = Upstream::Reversed(meta);
+            *session.upstream() = Upstream::Reversed(Arc::new(meta));
             let answer = message::response(&id, &bridge::initialize_result(&discovered, &version));
             send(to_client, answer).await
         }
