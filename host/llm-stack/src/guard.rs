@@ -14,12 +14,14 @@ use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use hookbox::watch::StackSource;
-use hookbox::{Cause, Decision, EventKind, EventKinds, FailClosed, Flow, Run, StepEvent, Stopped};
+use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, StepEvent, Stopped};
 use hookbox::{
     CompletionCall, CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished,
     StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta, ToolError, ToolErrorKind,
     ToolOutcome, ToolResult,
 };
+use hookbox_adapter::verdict::{self, Output};
+use hookbox_adapter::{Asking, Door};
 use llm_stack::intercept::{
     Interceptor, InterceptorStack, Next, ToolExec, ToolRequest, ToolResponse,
 };
@@ -58,13 +60,13 @@ impl Guard {
     /// no instance slots free for the run.
     pub fn start_run(&self, run_id: impl Into<String>) -> Result<GuardRun, Stopped> {
         let snapshot = self.source.snapshot();
-        let run = snapshot.stack.try_start_run(run_id).map_err(|busy| {
-            Stopped::FailedClosed(FailClosed::host(Cause::Limit, busy.to_string()))
-        })?;
+        let door = Door::open(&snapshot.stack, run_id);
+        if let Some(failure) = door.refused() {
+            return Err(Stopped::FailedClosed(failure.clone()));
+        }
         Ok(GuardRun {
             shared: Arc::new(Shared {
-                run: Mutex::new(run),
-                wants: snapshot.stack.subscriptions(),
+                door: Arc::new(door),
                 turn: AtomicU32::new(0),
                 streaming: AtomicBool::new(true),
                 allowed: Mutex::new(None),
@@ -84,8 +86,8 @@ pub struct GuardRun {
 }
 
 struct Shared {
-    run: Mutex<Run>,
-    wants: EventKinds,
+    /// The hookbox run, pinned to the snapshot the loop started on.
+    door: Arc<Door>,
     /// Model calls so far.
     turn: AtomicU32,
     /// Whether the model call under way streams (llm-stack's loop always
@@ -119,16 +121,18 @@ impl GuardRun {
     }
 
     fn context(&self) -> hookbox::HookContext {
-        let run = self.shared.run.lock().unwrap_or_else(|e| e.into_inner());
         hookbox::HookContext {
+            run_id: self.shared.door.run_id().to_owned(),
             turn: self.shared.turn.load(Ordering::Relaxed),
             is_streaming: self.shared.streaming.load(Ordering::Relaxed),
-            ..run.current_context().clone()
+            agent_name: None,
         }
     }
 
-    fn wants(&self, kind: EventKind) -> bool {
-        self.shared.wants.contains(kind)
+    /// Whether a plugin has an opinion on `kind` (else llm-stack's own
+    /// policy decides).
+    fn subscribes(&self, kind: EventKind) -> bool {
+        self.shared.door.subscribes(kind)
     }
 
     /// Asks the stack, on tokio's blocking pool. `Err` ends the run.
@@ -137,11 +141,11 @@ impl GuardRun {
             return Err(stopped);
         }
         let kind = event.kind();
-        if !self.wants(kind) {
-            return Ok(Decision::new(kind.default_flow()));
-        }
-        let this = self.clone();
-        let outcome = hookbox_adapter::off_executor(move || this.decide(&event)).await;
+        let outcome = self
+            .shared
+            .door
+            .ask(Some(self.context()), event, Asking::OffExecutor)
+            .await;
         self.settle(outcome, kind)
     }
 
@@ -153,14 +157,10 @@ impl GuardRun {
             return Err(stopped);
         }
         let kind = event.kind();
-        let outcome = hookbox_adapter::blocking_here(|| self.decide(&event));
-        self.settle(outcome, kind)
-    }
-
-    fn decide(&self, event: &StepEvent) -> hookbox::Outcome {
         let ctx = self.context();
-        let mut run = self.shared.run.lock().unwrap_or_else(|e| e.into_inner());
-        run.dispatch(&ctx, event)
+        let outcome =
+            hookbox_adapter::blocking_here(|| self.shared.door.decide(Some(&ctx), &event));
+        self.settle(outcome, kind)
     }
 
     /// The outcome as llm-stack takes it; a stop is kept, the first one.
@@ -276,7 +276,7 @@ impl GuardRun {
             .filter(|t| self.allows(t))
             .cloned()
             .collect();
-        if !self.wants(EventKind::InvalidToolCall) {
+        if !self.subscribes(EventKind::InvalidToolCall) {
             // No plugin has an opinion: llm-stack answers a call to an
             // unknown tool itself; a known tool the request did not offer
             // is refused (llm-stack would run it).
@@ -575,32 +575,23 @@ impl ToolGuard {
         // The one canonical form: what the guards check is what the tool
         // gets.
         let raw = input.arguments.to_string();
-        let mut args = hookbox::json::canonical(&raw).unwrap_or(raw);
+        let asked = hookbox::json::canonical(&raw).unwrap_or(raw);
         let call = StepEvent::ToolCall(ToolCall {
             tool_name: input.name.clone(),
             tool_call_id: Some(input.call_id.clone()),
             internal_call_id: input.call_id.clone(),
-            args: args.clone(),
+            args: asked.clone(),
         });
-        let mut skipped = None;
-        match self.run.ask(call).await {
-            Err(stopped) => return refused(stopped),
-            Ok(decision) => match decision.flow {
-                // The arguments the skipping hook saw (rewritten by earlier
-                // hooks, if they did) are the ones the result reports.
-                Flow::Skip(reason) => {
-                    if let Some(rewritten) = decision.rewritten {
-                        args = rewritten;
-                    }
-                    skipped = Some(reason);
-                }
-                Flow::RewriteArgs(rewritten) => args = rewritten,
-                _ => {}
-            },
-        }
+        // Not run (skipped, or refused): the reason is the call's result,
+        // and the guards see that result like any other, with the
+        // arguments the deciding hook saw.
+        let (args, skipped) = match verdict::tool_call(self.run.ask(call).await, asked.clone()) {
+            verdict::Call::Stop(stopped) => return refused(stopped),
+            verdict::Call::Run { args, .. } => (args, None),
+            verdict::Call::Skip { reason, args, .. } => (args, Some(reason)),
+            verdict::Call::Refuse { why, .. } => (asked, Some(why)),
+        };
         if let Some(reason) = skipped {
-            // Not run: the reason is the call's result, and the guards see
-            // that result like any other.
             let response = ToolResponse {
                 content: reason.clone(),
                 is_error: true,
@@ -655,16 +646,13 @@ impl ToolGuard {
             outcome,
             extensions: "{}".to_owned(),
         });
-        match self.run.ask(result).await {
-            Err(stopped) => refused(stopped),
-            Ok(Decision {
-                flow: Flow::RewriteResult(text),
-                ..
-            }) => ToolResponse {
+        match verdict::tool_result(self.run.ask(result).await) {
+            Output::Stop(stopped) => refused(stopped),
+            Output::Replace { text, .. } => ToolResponse {
                 content: text,
                 is_error: response.is_error,
             },
-            Ok(_) => response,
+            Output::Keep => response,
         }
     }
 }

@@ -36,7 +36,7 @@
 //! | the stream's end (`Done`, or the stream running out) | stream-response-finish, then model-turn-finished | terminate: the stream ends with the stop |
 //! | `generate`'s answer (not used by the loop) | completion-response, then model-turn-finished | terminate: the call fails with the stop |
 //! | approval of a call to a tool the registry lacks, or that this turn's request did not offer (`GuardRun::config`) | invalid-tool-call | retry: denied with the feedback (the model reads it and answers again); skip: denied with the reason; fail (or every plugin continued), terminate: the run ends; repair: fails closed (llm-stack cannot rename a call); no plugin subscribed: llm-stack's own "unknown tool" answer, or a denial for a tool not offered |
-//! | tool execution (`GuardRun::registry` / `interceptor`) | tool-call | rewrite-args: the tool runs with them; skip: the reason is the call's (error) result, asked about as a skipped tool-result, and the tool does not run; terminate: the run ends |
+//! | tool execution (`GuardRun::registry` / `interceptor`) | tool-call | rewrite-args: the tool runs with them (a rewrite that is not a JSON object is refused as a skip is, saying so); skip: the reason is the call's (error) result, asked about as a skipped tool-result, and the tool does not run; terminate: the run ends |
 //! | the tool's response | tool-result | rewrite-result: the model reads it instead (the error flag kept); terminate: the run ends |
 //!
 //! The run ends through llm-stack's own error path: once the stack fails

@@ -13,6 +13,10 @@
 //! | a JSON-RPC batch from the client, a line that is not JSON | refused with a JSON-RPC error (never forwarded: the server might read it another way) |
 //! | a line from the server that is not a message | ends the session: nothing of it reaches the client, calls still waiting are answered with an error |
 //!
+//! What each decision sends, row by row, is the pure mapping of
+//! `src/answer.rs` (its table, one test per row), on the verdicts every door
+//! shares (`hookbox_adapter::verdict`).
+//!
 //! The server is a line stream pair: a process's stdio, or a remote server
 //! over the streamable HTTP transport seen as one ([`http_upstream`]). The
 //! client is stdio, or a session of [`listen`]'s HTTP server.
@@ -23,6 +27,7 @@
 //! message the proxy does not guard is never parsed into anything but its
 //! envelope, and is written out as the bytes it read.
 
+mod answer;
 pub mod bridge;
 pub mod http_upstream;
 mod lines;

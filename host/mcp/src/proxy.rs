@@ -10,14 +10,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hookbox::{
-    Flow, HookStack, Outcome, Run, StepEvent, ToolCall, ToolError, ToolErrorKind, ToolOutcome,
-    ToolResult,
+    HookStack, Outcome, StepEvent, ToolCall, ToolError, ToolErrorKind, ToolOutcome, ToolResult,
 };
+use hookbox_adapter::{Asking, Door};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::answer::{self, Answered, CallAnswer};
 use crate::bridge::{self, Toward, Upstream};
 use crate::lines::{LineReader, Read};
 use crate::message::{self, Envelope, Era, Line, code, id_key};
@@ -141,7 +142,8 @@ struct Pending {
 const ANSWERED_KEPT: usize = 1024;
 
 struct Session {
-    run: Arc<Mutex<Run>>,
+    /// The session's run.
+    door: Arc<Door>,
     /// Client requests the server has not answered, by id.
     outstanding: Mutex<HashMap<String, Outstanding>>,
     /// Requests the client cancelled: a late response to one is dropped.
@@ -162,13 +164,8 @@ impl Session {
     /// Asks the run about `event`, off the async threads (a guest may run
     /// up to its deadline).
     async fn step(&self, event: StepEvent) -> Outcome {
-        let run = self.run.clone();
-        hookbox_adapter::on_blocking_pool(self.span.clone(), move || {
-            let mut run = run.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            run.step(&event)
-        })
-        .await
-        .unwrap_or_else(|why| Err(hookbox_adapter::unfinished(&why)))
+        let on_pool = Asking::OnPool(self.span.clone());
+        self.door.ask(None, event, on_pool).await
     }
 
     fn answered_here(&self, key: String) {
@@ -222,7 +219,7 @@ pub async fn proxy(
         hookbox.surface = "mcp",
     );
     let session = Arc::new(Session {
-        run: Arc::new(Mutex::new(stack.start_run(run_id))),
+        door: Arc::new(Door::open(stack, run_id)),
         span,
         outstanding: Mutex::default(),
         cancelled: Mutex::default(),
@@ -707,56 +704,9 @@ async fn tool_call(
         internal_call_id: internal_id.clone(),
         args: args.clone(),
     });
-    let decision = match session.step(event).await {
-        Ok(decision) => decision,
-        Err(failure) => {
-            let refusal = message::error(
-                Some(id),
-                code::REFUSED,
-                &format!("hookbox: {failure}; this session's later calls are refused too"),
-            );
-            return send(to_client, answer_here(refusal)).await;
-        }
-    };
-    let plugin = decision.by();
-    let forward_args = match decision.flow {
-        Flow::Continue => args,
-        Flow::RewriteArgs(rewritten) => match hookbox::json::args_object(&rewritten) {
-            Some(value) => value.to_string(),
-            None => {
-                let refusal = message::error(
-                    Some(id),
-                    code::REFUSED,
-                    &format!(
-                        "hookbox: `{plugin}` rewrote the arguments to something that is not a JSON object; the call is refused"
-                    ),
-                );
-                return send(to_client, answer_here(refusal)).await;
-            }
-        },
-        Flow::Skip(reason) => {
-            let result = message::response(id, &message::tool_error(&reason, era));
-            return send(to_client, answer_here(result)).await;
-        }
-        Flow::Terminate(reason) => {
-            let refusal = message::error(
-                Some(id),
-                code::REFUSED,
-                &format!("hookbox: `{plugin}` ended this session's run: {reason}"),
-            );
-            return send(to_client, answer_here(refusal)).await;
-        }
-        other => {
-            let refusal = message::error(
-                Some(id),
-                code::REFUSED,
-                &format!(
-                    "hookbox: a tool call cannot take `{}`; refused",
-                    other.name()
-                ),
-            );
-            return send(to_client, answer_here(refusal)).await;
-        }
+    let forward_args = match answer::call(session.step(event).await, args, id, era) {
+        CallAnswer::Forward(args) => args,
+        CallAnswer::Reply(line) => return send(to_client, answer_here(line)).await,
     };
     // A 2026-07-28 retry's answers to the tool's questions are guarded too.
     let answers = match params.get("inputResponses") {
@@ -831,26 +781,7 @@ async fn guard_answers(
         outcome: ToolOutcome::Success,
         extensions: json!({"mcp": {"inputResponses": true}}).to_string(),
     });
-    let decision = session.step(event).await.map_err(|failure| {
-        format!("hookbox: {failure}; this session's later calls are refused too")
-    })?;
-    let plugin = decision.by();
-    match decision.flow {
-        Flow::Continue => Ok(answers.clone()),
-        Flow::RewriteResult(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(rewritten) if rewritten.is_object() => Ok(rewritten),
-            _ => Err(format!(
-                "hookbox: `{plugin}` rewrote the answers to something that is not a JSON object; the retry is refused"
-            )),
-        },
-        Flow::Terminate(reason) => Err(format!(
-            "hookbox: `{plugin}` ended this session's run: {reason}"
-        )),
-        other => Err(format!(
-            "hookbox: the answers to a tool's questions cannot take `{}`; refused",
-            other.name()
-        )),
-    }
+    answer::answers(session.step(event).await, answers)
 }
 
 /// Server → client: guards the results of forwarded calls, filters
@@ -1115,7 +1046,7 @@ async fn tool_result(
             id.get()
         ))),
     };
-    let (result, original, error, outcome) = match (envelope.result, envelope.error) {
+    let (result, reply, outcome) = match (envelope.result, envelope.error) {
         (Some(result), None) => {
             let value = read(result)?;
             let failed = value.get("isError") == Some(&Value::Bool(true));
@@ -1127,7 +1058,7 @@ async fn tool_result(
             } else {
                 ToolOutcome::Success
             };
-            (value.to_string(), Some(value), None, outcome)
+            (value.to_string(), Ok(value), outcome)
         }
         (None, Some(error)) => {
             let value = read(error)?;
@@ -1139,7 +1070,7 @@ async fn tool_result(
                     .unwrap_or("")
                     .to_owned(),
             });
-            (value.to_string(), None, Some(value), outcome)
+            (value.to_string(), Err(value), outcome)
         }
         _ => {
             return Err(Error::Upstream(format!(
@@ -1153,11 +1084,9 @@ async fn tool_result(
             )));
         }
     };
+    let answered = Answered { reply, era };
     // A 2026-07-28 result asking the client for input is marked so.
-    let asks = original
-        .as_ref()
-        .is_some_and(|r| r.get("resultType").and_then(Value::as_str) == Some("input_required"));
-    let extensions = if asks {
+    let extensions = if answered.asks() {
         json!({"mcp": {"resultType": "input_required"}}).to_string()
     } else {
         "{}".into()
@@ -1171,66 +1100,8 @@ async fn tool_result(
         outcome,
         extensions,
     });
-    let refusal = |why: String| {
-        message::error(
-            Some(&id),
-            code::REFUSED,
-            &format!("hookbox: {why}; this session's later calls are refused too"),
-        )
-    };
-    let decision = match session.step(event).await {
-        Ok(decision) => decision,
-        Err(failure) => return send(to_client, refusal(failure.to_string())).await,
-    };
-    let plugin = decision.by();
-    let answer = match (decision.flow, original, error) {
-        // Only a client of the revision can answer a tool's questions.
-        (Flow::Continue, Some(_), _) if asks && era == Era::Handshake => message::error(
-            Some(&id),
-            code::REFUSED,
-            "hookbox: the tool asks for input (an MCP 2026-07-28 input_required result), which this client, on an older revision of MCP, cannot be asked; use a client on 2026-07-28",
-        ),
-        (Flow::Continue, Some(mut result), _) => {
-            if era == Era::Stateless {
-                bridge::complete(&mut result, "tools/call");
-            }
-            message::response(&id, &result)
-        }
-        (Flow::Continue, None, Some(error)) => message::error_object(&id, error),
-        (Flow::RewriteResult(text), Some(original), _) => {
-            message::response(&id, &rewritten_result(&original, &text, era))
-        }
-        // A JSON-RPC error stays one, saying what the guard wrote.
-        (Flow::RewriteResult(text), None, _) => message::error(Some(&id), code::REFUSED, &text),
-        (Flow::Terminate(reason), ..) => {
-            refusal(format!("`{plugin}` ended this session's run: {reason}"))
-        }
-        (other, ..) => refusal(format!("a tool result cannot take `{}`", other.name())),
-    };
-    send(to_client, answer).await
-}
-
-/// The result the client sees after a guard rewrote `original` to `text`:
-/// a whole result when the guard wrote one (an object with `content`),
-/// else `text` as the only content. Structured content the guard did not
-/// write again is dropped, and the result then marked an error: a client
-/// checking it against the tool's output schema must not take text for it.
-/// It is final (`resultType: "complete"`) where the call's revision, or the
-/// server's answer, tags results.
-fn rewritten_result(original: &Value, text: &str, era: Era) -> Value {
-    let mut result = match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(result)) if result.get("content").is_some_and(Value::is_array) => {
-            Value::Object(result)
-        }
-        _ => {
-            let failed = original.get("isError") == Some(&Value::Bool(true));
-            let structured = original.get("structuredContent").is_some();
-            json!({"content": [{"type": "text", "text": text}], "isError": failed || structured})
-        }
-    };
-    let tagged = original.get("resultType").is_some();
-    if tagged { Era::Stateless } else { era }.tag(&mut result);
-    result
+    let line = answer::result(session.step(event).await, answered, &id);
+    send(to_client, line).await
 }
 
 /// The text blocks of a result, joined.

@@ -1,11 +1,11 @@
 //! The `AgentHook`: one hookbox run per rig run, asked off the executor.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use hookbox::watch::StackSource;
-use hookbox::{Cause, Decision, EventKind, EventKinds, FailClosed, Flow, Run, StepEvent, Stopped};
+use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, StepEvent, Stopped};
 use hookbox::{
     CompletionCall, CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished,
     StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta, ToolResult,
@@ -20,6 +20,8 @@ use rig_core::completion::message::{Message as RigMessage, ToolChoice as RigTool
 use rig_core::effect::{Answered, EffectKind};
 
 use crate::map;
+use hookbox_adapter::verdict::{self, Call, Output};
+use hookbox_adapter::{Asking, Door};
 
 /// hookbox's stack as a rig [`AgentHook`]: add it with
 /// `AgentBuilder::add_hook` (every run of the agent) or
@@ -29,8 +31,8 @@ use crate::map;
 /// source: fresh guest instances, kept to the run's end, nothing shared with
 /// other runs. A stack that fails closed or terminates stops the rig run
 /// through rig's own stop path (`PromptError::Cancelled`, whose reason
-/// [`crate::stopped`] reads back). Guards are asked on tokio's blocking pool,
-/// never on the executor.
+/// [`crate::stopped`] reads back). Guards are asked without holding up the
+/// executor (`hookbox_adapter::off_executor`).
 #[derive(Clone)]
 pub struct Guard {
     inner: Arc<Inner>,
@@ -54,13 +56,8 @@ static OPENING: Mutex<()> = Mutex::new(());
 struct Runs(BTreeMap<u64, Arc<GuardRun>>);
 
 struct GuardRun {
-    /// `Err`: the run could not start (no instance slots free).
-    run: Result<Mutex<Run>, FailClosed>,
-    /// What the run's stack subscribed to: other events skip the thread hop.
-    wants: EventKinds,
-    /// Set once the run has ended: every later event is asked, so it gets
-    /// the end again, even one no plugin subscribes to.
-    over: AtomicBool,
+    /// The hookbox run, pinned to the snapshot the rig run started on.
+    door: Arc<Door>,
     /// The run's prompt, as rig gave it at the run's start.
     prompt: Mutex<Option<String>>,
 }
@@ -90,15 +87,8 @@ impl Guard {
             return run;
         }
         let snapshot = self.inner.source.snapshot();
-        let run = snapshot
-            .stack
-            .try_start_run(format!("rig-{}", ctx.run_id()))
-            .map(Mutex::new)
-            .map_err(|busy| FailClosed::host(Cause::Limit, busy.to_string()));
         let run = Arc::new(GuardRun {
-            run,
-            wants: snapshot.stack.subscriptions(),
-            over: AtomicBool::new(false),
+            door: Arc::new(Door::open(&snapshot.stack, format!("rig-{}", ctx.run_id()))),
             prompt: Mutex::new(None),
         });
         ctx.scratchpad()
@@ -119,8 +109,8 @@ impl Guard {
     }
 
     /// Whether any plugin of this rig run's stack subscribes to `kind`.
-    fn wants(&self, ctx: &HookContext, kind: EventKind) -> bool {
-        self.run(ctx).wants.contains(kind)
+    fn subscribes(&self, ctx: &HookContext, kind: EventKind) -> bool {
+        self.run(ctx).door.subscribes(kind)
     }
 
     /// Asks the stack about `event`. `Err` is how the run ends: a
@@ -128,31 +118,17 @@ impl Guard {
     /// call, any later event).
     async fn ask(&self, ctx: &HookContext, event: StepEvent) -> Result<Decision, Stopped> {
         let kind = event.kind();
-        let run = self.run(ctx);
-        if let Err(failure) = &run.run {
-            return Err(Stopped::FailedClosed(failure.clone()));
-        }
-        if !run.wants.contains(kind) && !run.over.load(Ordering::Acquire) {
-            return Ok(Decision::new(kind.default_flow()));
-        }
+        let door = self.run(ctx).door.clone();
         let hook_ctx = hookbox::HookContext {
-            run_id: format!("rig-{}", ctx.run_id()),
+            run_id: door.run_id().to_owned(),
             turn: u32::try_from(ctx.turn()).unwrap_or(u32::MAX),
             is_streaming: ctx.is_streaming(),
             agent_name: ctx.agent_name().map(str::to_owned),
         };
-        let ask = move || match &run.run {
-            Ok(live) => {
-                let mut live = live.lock().unwrap_or_else(|e| e.into_inner());
-                let outcome = live.dispatch(&hook_ctx, &event);
-                run.over.store(live.is_over(), Ordering::Release);
-                outcome
-            }
-            Err(failure) => Err(failure.clone()),
-        };
+        let outcome = door.ask(Some(hook_ctx), event, Asking::OffExecutor).await;
         // A fail on an invalid tool call goes rig's own way (it fails the
         // run); anything asked after it gets the same end.
-        Stopped::settle(hookbox_adapter::off_executor(ask).await, kind)
+        Stopped::settle(outcome, kind)
     }
 }
 
@@ -167,9 +143,9 @@ impl AgentHook for Guard {
         let run = self.run(ctx);
         *run.prompt.lock().unwrap_or_else(|e| e.into_inner()) =
             Some(map::message(event.prompt).content);
-        match &run.run {
-            Ok(_) => RunStartAction::Continue,
-            Err(failure) => RunStartAction::Stop(Stopped::from(failure.clone()).reason()),
+        match run.door.refused() {
+            None => RunStartAction::Continue,
+            Some(failure) => RunStartAction::Stop(Stopped::from(failure.clone()).reason()),
         }
     }
 
@@ -242,7 +218,7 @@ impl AgentHook for Guard {
         if matches!(
             event.reason,
             InvalidToolCallReason::MalformedArguments { .. }
-        ) || !self.wants(ctx, EventKind::InvalidToolCall)
+        ) || !self.subscribes(ctx, EventKind::InvalidToolCall)
         {
             return None;
         }
@@ -330,14 +306,12 @@ impl AgentHook for Guard {
                 args,
             })
         };
-        match self.ask(ctx, call).await {
-            Err(stopped) => DispatchAction::stop(stopped.reason()),
-            Ok(decision) => match decision.flow {
-                Flow::RewriteArgs(args) => patch(args),
-                Flow::Skip(reason) => DispatchAction::skip(reason),
-                _ if canonical != *args => patch(canonical),
-                _ => DispatchAction::Proceed,
-            },
+        match verdict::tool_call(self.ask(ctx, call).await, canonical) {
+            Call::Stop(stopped) => DispatchAction::stop(stopped.reason()),
+            Call::Skip { reason, .. } => DispatchAction::skip(reason),
+            Call::Refuse { why, .. } => DispatchAction::skip(why),
+            Call::Run { args: run, .. } if run != *args => patch(run),
+            Call::Run { .. } => DispatchAction::Proceed,
         }
     }
 
@@ -396,13 +370,10 @@ impl Guard {
             outcome,
             extensions: "{}".to_owned(),
         });
-        let decision = match self.ask(ctx, result).await {
-            Err(stopped) => return OutcomeAction::stop(stopped.reason()),
-            Ok(decision) => decision,
-        };
-        let plugin = decision.by();
-        let Flow::RewriteResult(text) = decision.flow else {
-            return OutcomeAction::Proceed;
+        let (text, plugin) = match verdict::tool_result(self.ask(ctx, result).await) {
+            Output::Stop(stopped) => return OutcomeAction::stop(stopped.reason()),
+            Output::Keep => return OutcomeAction::Proceed,
+            Output::Replace { text, by } => (text, by),
         };
         match event.outcome {
             Ok(Answered::ToolResult { result }) => {

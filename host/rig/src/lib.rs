@@ -24,7 +24,8 @@
 //! One hookbox run per rig run, on the newest snapshot of the source when
 //! the run starts: fresh guest instances for the run, kept to its end (a
 //! hot reload mid-run does not move it), nothing shared between runs. The
-//! guards are asked on tokio's blocking pool.
+//! guards are asked off the executor (`hookbox_adapter::off_executor`); the
+//! verdicts are `hookbox_adapter::verdict`'s, written here in rig's terms.
 //!
 //! | rig hook | hookbox event | what the stack's answer does |
 //! |---|---|---|
@@ -33,7 +34,7 @@
 //! | `on_outcome` (completion) | completion-response, or stream-response-finish when streaming | terminate: stop |
 //! | `on_model_turn_finished` | model-turn-finished | terminate: stop |
 //! | `on_invalid_tool_call` | invalid-tool-call | fail / retry / repair / skip: rig's action of that name (every plugin continuing is fail); terminate: stop; no plugin subscribed, or arguments that are not JSON: no opinion (rig decides) |
-//! | `on_dispatch` (tool) | tool-call | rewrite-args: `DispatchAction::Patch` with the arguments; skip: `DispatchAction::skip` (the model sees the reason); terminate: stop |
+//! | `on_dispatch` (tool) | tool-call | rewrite-args: `DispatchAction::Patch` with the arguments (a rewrite that is not a JSON object: `DispatchAction::skip` saying so, the run goes on); skip: `DispatchAction::skip` (the model sees the reason); terminate: stop |
 //! | `on_outcome` (tool) | tool-result | rewrite-result: the model-visible output replaced, the result's status kept; terminate: stop |
 //! | `on_text_delta` | text-delta | terminate: stop |
 //! | `on_tool_call_delta` | tool-call-delta | terminate: stop |

@@ -48,7 +48,7 @@ pub mod agent;
 pub mod config;
 mod error;
 pub mod events;
-mod hooks;
+mod guard;
 pub mod model;
 #[cfg(feature = "openai")]
 pub mod openai;

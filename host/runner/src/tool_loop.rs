@@ -31,13 +31,14 @@ use hookbox::{Flow, HookStack, RequestPatch};
 
 use crate::config::{LoopConfig, LoopDetection};
 use crate::events::{EventSink, LoopAction, LoopEvent};
-use crate::hooks::Hooks;
+use crate::guard::Guard;
 use crate::model::{
     ChatMessage, Model, ModelChunk, ModelRequest, ModelTurn, ToolCallAssembler, ToolCallRequest,
 };
 use crate::report::{RunReport, RunStatus, ToolRecord};
 use crate::text::cut;
 use crate::tools::{ToolOutput, ToolSet};
+use hookbox_adapter::verdict::{self, Call, Output};
 
 /// Most bytes of a tool's arguments or result recorded on a span.
 const SPAN_TEXT_BYTES: usize = 4096;
@@ -65,7 +66,7 @@ pub(crate) struct LoopState<'a> {
     setup: &'a Setup,
     run_id: String,
     prompt: String,
-    hooks: Hooks,
+    guard: Guard,
     events: EventSink,
     messages: Vec<ChatMessage>,
     iterations: u32,
@@ -125,7 +126,7 @@ impl<'a> LoopState<'a> {
             setup,
             run_id: run_id.to_owned(),
             prompt: prompt.to_owned(),
-            hooks: Hooks::new(setup, run_id, events.clone()),
+            guard: Guard::new(setup, run_id, events.clone()),
             events,
             messages: vec![ChatMessage::user(prompt)],
             iterations: 0,
@@ -224,7 +225,7 @@ impl<'a> LoopState<'a> {
         turn: u32,
         streaming: bool,
     ) -> Result<Option<RequestPatch>, RunStatus> {
-        if !self.hooks.wants(EventKind::CompletionCall) {
+        if !self.guard.wants(EventKind::CompletionCall) {
             return Ok(None);
         }
         let event = StepEvent::CompletionCall(CompletionCall {
@@ -237,8 +238,8 @@ impl<'a> LoopState<'a> {
             turn,
         });
         let decision = self
-            .hooks
-            .ask(self.hooks.context(turn, streaming), event)
+            .guard
+            .ask(self.guard.context(turn, streaming), event)
             .await?;
         Ok(match decision.flow {
             Flow::PatchRequest(patch) => Some(patch),
@@ -268,16 +269,16 @@ impl<'a> LoopState<'a> {
                 prompt: self.prompt.clone(),
                 response: response.clone(),
             });
-            self.hooks
-                .ask(self.hooks.context(turn, true), event)
+            self.guard
+                .ask(self.guard.context(turn, true), event)
                 .await?;
         }
         let event = StepEvent::CompletionResponse(CompletionResponse {
             prompt: self.prompt.clone(),
             response,
         });
-        self.hooks
-            .ask(self.hooks.context(turn, streaming), event)
+        self.guard
+            .ask(self.guard.context(turn, streaming), event)
             .await?;
         self.events.emit(LoopEvent::LlmResponseReceived {
             iteration: turn,
@@ -289,8 +290,8 @@ impl<'a> LoopState<'a> {
             content: answer.content.clone(),
             usage: answer.usage,
         });
-        self.hooks
-            .ask(self.hooks.context(turn, streaming), event)
+        self.guard
+            .ask(self.guard.context(turn, streaming), event)
             .await?;
         Ok(())
     }
@@ -317,8 +318,8 @@ impl<'a> LoopState<'a> {
                 extensions: call.extensions.to_string(),
             });
             let decision = self
-                .hooks
-                .ask(self.hooks.context(turn, streaming), event)
+                .guard
+                .ask(self.guard.context(turn, streaming), event)
                 .await;
             let decision = match decision {
                 Ok(decision) => decision,
@@ -328,8 +329,14 @@ impl<'a> LoopState<'a> {
                     return Err(status);
                 }
             };
-            if let Flow::RewriteResult(result) = decision.flow {
-                call.record.result = result;
+            match verdict::tool_result(Ok(decision)) {
+                Output::Replace { text, .. } => call.record.result = text,
+                Output::Keep => {}
+                Output::Stop(stopped) => {
+                    self.tool_calls.push(call.record);
+                    self.tool_calls.extend(pending.map(|p| p.record));
+                    return Err(crate::guard::status_of(stopped));
+                }
             }
             if let Some(span) = span.filter(|_| hookbox::trace::capture_content()) {
                 span.record(
@@ -437,13 +444,13 @@ impl<'a> LoopState<'a> {
                     ModelChunk::Done(answer) => return Ok(answer),
                     ModelChunk::Text(delta) => {
                         aggregated.push_str(&delta);
-                        if self.hooks.wants(EventKind::TextDelta) {
+                        if self.guard.wants(EventKind::TextDelta) {
                             let event = StepEvent::TextDelta(TextDelta {
                                 delta,
                                 aggregated: aggregated.clone(),
                             });
-                            self.hooks
-                                .ask(self.hooks.context(turn, true), event)
+                            self.guard
+                                .ask(self.guard.context(turn, true), event)
                                 .await?;
                         }
                     }
@@ -459,15 +466,15 @@ impl<'a> LoopState<'a> {
                             (call.id.clone(), call.name.clone())
                         };
                         let position = calls.position(index).unwrap_or(index);
-                        if self.hooks.wants(EventKind::ToolCallDelta) {
+                        if self.guard.wants(EventKind::ToolCallDelta) {
                             let event = StepEvent::ToolCallDelta(ToolCallDelta {
                                 tool_call_id: call_id,
                                 internal_call_id: format!("{}-t{turn}-c{position}", self.run_id),
                                 tool_name: (!call_name.is_empty()).then_some(call_name),
                                 delta: arguments,
                             });
-                            self.hooks
-                                .ask(self.hooks.context(turn, true), event)
+                            self.guard
+                                .ask(self.guard.context(turn, true), event)
                                 .await?;
                         }
                     }
@@ -581,8 +588,8 @@ impl<'a> LoopState<'a> {
                 tool_choice: Some(offer.choice.clone()),
             });
             let decision = self
-                .hooks
-                .ask(self.hooks.context(at.turn, at.streaming), event)
+                .guard
+                .ask(self.guard.context(at.turn, at.streaming), event)
                 .await?;
             let plugin = decision.plugin.as_deref().map(str::to_owned);
             match decision.flow {
@@ -631,22 +638,24 @@ impl<'a> LoopState<'a> {
             args: record.args.clone(),
         });
         let decision = self
-            .hooks
-            .ask(self.hooks.context(at.turn, at.streaming), event)
+            .guard
+            .ask(self.guard.context(at.turn, at.streaming), event)
             .await?;
-        match decision.flow {
-            Flow::RewriteArgs(args) => record.args = args,
-            Flow::Skip(reason) => {
-                if let Some(rewritten) = decision.rewritten {
-                    record.args = rewritten;
-                }
-                let denied = ToolOutcome::Denied(reason.clone());
-                let decided = not_run(record.clone(), at.internal_id, denied, reason);
-                return Ok(Some(self.streak_broken(decided)));
+        let reason = match verdict::tool_call(Ok(decision), record.args.clone()) {
+            Call::Run { args, .. } => {
+                record.args = args;
+                return Ok(None);
             }
-            _ => {}
-        }
-        Ok(None)
+            Call::Skip { reason, args, .. } => {
+                record.args = args;
+                reason
+            }
+            Call::Refuse { why, .. } => why,
+            Call::Stop(stopped) => return Err(crate::guard::status_of(stopped)),
+        };
+        let denied = ToolOutcome::Denied(reason.clone());
+        let decided = not_run(record.clone(), at.internal_id, denied, reason);
+        Ok(Some(self.streak_broken(decided)))
     }
 
     /// Loop detection, on what would run: the same tool with identical

@@ -1,35 +1,37 @@
-//! The runner's side of a [`Run`]: asks the stack off the async executor,
-//! reports decisions as loop events, and turns the ends of a run
+//! The runner's guarded session ([`Door`]): asks the stack off the async
+//! executor, reports decisions as loop events, and turns the ends of a run
 //! into a [`RunStatus`].
+
+use std::sync::Arc;
 
 use crate::events::{EventSink, LoopEvent};
 use crate::report::RunStatus;
 use crate::text::cut;
 use crate::tool_loop::Setup;
+
+use hookbox::Decision;
 use hookbox::Flow;
-use hookbox::{Decision, Run};
-use hookbox::{EventKind, EventKinds, HookContext, StepEvent};
+use hookbox::{EventKind, HookContext, StepEvent};
+use hookbox_adapter::{Asking, Door};
 
 /// How many bytes of a flow's payload a loop event shows.
 const DETAIL_BYTES: usize = 200;
 
-pub(crate) struct Hooks {
-    /// `None` only while a dispatch is in flight on the blocking pool.
-    run: Option<Run>,
-    subscriptions: EventKinds,
+/// One run of the loop, guarded by the stack.
+pub(crate) struct Guard {
+    door: Arc<Door>,
     agent_name: Option<String>,
     events: EventSink,
 }
 
-impl Hooks {
-    pub fn new(setup: &Setup, run_id: &str, events: EventSink) -> Hooks {
+impl Guard {
+    pub fn new(setup: &Setup, run_id: &str, events: EventSink) -> Guard {
         let mut run = setup.stack.start_run(run_id);
         if let Some(observer) = &setup.observer {
             run.observe(observer.clone());
         }
-        Hooks {
-            run: Some(run),
-            subscriptions: setup.stack.subscriptions(),
+        Guard {
+            door: Arc::new(Door::around(run, setup.stack.subscriptions())),
             agent_name: setup.name.clone(),
             events,
         }
@@ -37,21 +39,17 @@ impl Hooks {
 
     pub fn context(&self, turn: u32, is_streaming: bool) -> HookContext {
         HookContext {
-            run_id: self
-                .run
-                .as_ref()
-                .map(|r| r.run_id().to_owned())
-                .unwrap_or_default(),
+            run_id: self.door.run_id().to_owned(),
             turn,
             is_streaming,
             agent_name: self.agent_name.clone(),
         }
     }
 
-    /// Whether any hook wants `kind`: when none does, building the event
-    /// can be skipped too.
+    /// Whether asking about `kind` can answer anything but its neutral
+    /// flow: when it cannot, building the event can be skipped too.
     pub fn wants(&self, kind: EventKind) -> bool {
-        self.subscriptions.contains(kind)
+        self.door.wants(kind)
     }
 
     /// Asks the stack about `event`. A guest call can take up to its
@@ -59,31 +57,16 @@ impl Hooks {
     ///
     /// `Err` carries how the run ends: a fail-closed outcome, or a
     /// terminate.
-    pub async fn ask(&mut self, ctx: HookContext, event: StepEvent) -> Result<Decision, RunStatus> {
+    pub async fn ask(&self, ctx: HookContext, event: StepEvent) -> Result<Decision, RunStatus> {
         let kind = event.kind();
-        if !self.wants(kind) {
-            return Ok(Decision::new(kind.default_flow()));
-        }
-        let Some(mut run) = self.run.take() else {
-            return Err(RunStatus::Error(
-                "a hook dispatch was abandoned midway; the run cannot go on".into(),
-            ));
-        };
-        // The decision's own span (`apply_guardrail`, from the stack) is a
-        // child of the run's on the blocking thread too, and goes to the
+        // On the blocking pool, so the loop's own timeout can give up on a
+        // call in flight; the decision's own span (`apply_guardrail`, from
+        // the stack) is a child of the run's there too, and goes to the
         // same subscriber.
-        let joined = hookbox_adapter::on_blocking_pool(tracing::Span::current(), move || {
-            let outcome = run.dispatch(&ctx, &event);
-            (run, outcome)
-        })
-        .await;
-        let outcome = match joined {
-            Ok((run, outcome)) => {
-                self.run = Some(run);
-                outcome
-            }
-            Err(e) => return Err(RunStatus::Error(format!("hook dispatch failed: {e}"))),
-        };
+        let outcome = self
+            .door
+            .ask(Some(ctx), event, Asking::OnPool(tracing::Span::current()))
+            .await;
         let decision = match outcome {
             Ok(decision) => decision,
             Err(failure) => {
@@ -108,6 +91,22 @@ impl Hooks {
             });
         }
         Ok(decision)
+    }
+}
+
+/// How the run ends on `stopped`.
+pub(crate) fn status_of(stopped: hookbox::Stopped) -> RunStatus {
+    match stopped {
+        hookbox::Stopped::FailedClosed(failure) => RunStatus::FailedClosed(failure),
+        hookbox::Stopped::Terminated {
+            plugin,
+            event,
+            reason,
+        } => RunStatus::Terminated {
+            reason,
+            plugin: Some(plugin),
+            event,
+        },
     }
 }
 

@@ -1,0 +1,264 @@
+//! The one mapping of the stack's answer about a tool call, or its result,
+//! to what a door does next. Each door then writes the verdict in its
+//! client's own terms (a rig `DispatchAction`, an MCP response, an agent's
+//! hook reply), and only that.
+//!
+//! | the stack answered a tool-call with | [`tool_call`] |
+//! |---|---|
+//! | a stop: fail-closed, terminate, or the run's end replayed | [`Call::Stop`] with it |
+//! | continue | [`Call::Run`] with the arguments the guards saw |
+//! | rewrite-args to a JSON object | [`Call::Run`] with the rewrite, `rewritten_by` the plugin |
+//! | rewrite-args to other JSON (no client takes it, DESIGN.md §8) | [`Call::Refuse`]: the call does not run, the run goes on |
+//! | skip | [`Call::Skip`] with the reason and the arguments the skipping guard saw |
+//!
+//! | the stack answered a tool-result with | [`tool_result`] |
+//! |---|---|
+//! | a stop | [`Output::Stop`] with it |
+//! | continue | [`Output::Keep`] |
+//! | rewrite-result | [`Output::Replace`] with the text, `by` the plugin |
+//!
+//! The core checks every answer against its event's rule first, so no
+//! other flow reaches either function; one that did would be a host bug,
+//! and stops the run naming [`hookbox::HOST`] rather than proceed.
+
+use std::sync::Arc;
+
+use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, Stopped};
+
+/// What a door does with a tool call.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Call {
+    /// Run the tool with `args`, JSON object text in the one canonical
+    /// form.
+    Run {
+        /// The arguments to run with.
+        args: String,
+        /// The plugin whose rewrite `args` is, if one rewrote them.
+        rewritten_by: Option<Arc<str>>,
+    },
+    /// Do not run it: the reason is the call's answer.
+    Skip {
+        /// The skipping guard's reason.
+        reason: String,
+        /// The arguments it saw (an earlier guard's rewrite, if any).
+        args: String,
+        /// The plugin that skipped it.
+        by: Arc<str>,
+    },
+    /// Do not run it; the run goes on. A guard rewrote the arguments into
+    /// something that is not a JSON object.
+    Refuse {
+        /// The plugin that did.
+        by: Arc<str>,
+        /// Why, in a sentence a model or a user reads.
+        why: String,
+    },
+    /// End the run.
+    Stop(Stopped),
+}
+
+/// What a door does with a tool's result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Output {
+    /// Pass it on as it came.
+    Keep,
+    /// Pass this on instead (the client's shape is the door's to keep).
+    Replace {
+        /// The rewritten result.
+        text: String,
+        /// The plugin that rewrote it.
+        by: Arc<str>,
+    },
+    /// End the run.
+    Stop(Stopped),
+}
+
+/// The verdict on a tool call whose arguments the guards saw as `asked`
+/// (canonical JSON text), from its settled outcome
+/// ([`Stopped::settle`]); see the table above.
+pub fn tool_call(settled: Result<Decision, Stopped>, asked: String) -> Call {
+    let decision = match settled {
+        Ok(decision) => decision,
+        Err(stop) => return Call::Stop(stop),
+    };
+    let by = decision.by();
+    match decision.flow {
+        Flow::Continue => Call::Run {
+            args: asked,
+            rewritten_by: None,
+        },
+        Flow::RewriteArgs(args) if hookbox::json::args_object(&args).is_some() => Call::Run {
+            args,
+            rewritten_by: Some(by),
+        },
+        Flow::RewriteArgs(_) => Call::Refuse {
+            why: format!(
+                "hookbox: `{by}` rewrote the arguments into something that is not a JSON object; the call is refused"
+            ),
+            by,
+        },
+        Flow::Skip(reason) => Call::Skip {
+            reason,
+            args: decision.rewritten.unwrap_or(asked),
+            by,
+        },
+        Flow::Terminate(reason) => Call::Stop(Stopped::Terminated {
+            plugin: by.to_string(),
+            event: EventKind::ToolCall,
+            reason,
+        }),
+        other => Call::Stop(unhonoured(&other, EventKind::ToolCall)),
+    }
+}
+
+/// The verdict on a tool's result, from its settled outcome; see the
+/// table above.
+pub fn tool_result(settled: Result<Decision, Stopped>) -> Output {
+    let decision = match settled {
+        Ok(decision) => decision,
+        Err(stop) => return Output::Stop(stop),
+    };
+    let by = decision.by();
+    match decision.flow {
+        Flow::Continue => Output::Keep,
+        Flow::RewriteResult(text) => Output::Replace { text, by },
+        Flow::Terminate(reason) => Output::Stop(Stopped::Terminated {
+            plugin: by.to_string(),
+            event: EventKind::ToolResult,
+            reason,
+        }),
+        other => Output::Stop(unhonoured(&other, EventKind::ToolResult)),
+    }
+}
+
+/// The stop for a flow the core should have refused.
+fn unhonoured(flow: &Flow, event: EventKind) -> Stopped {
+    Stopped::FailedClosed(FailClosed::host(
+        Cause::UnsupportedFlow,
+        format!("a `{}` reached the door of a `{event}` event", flow.name()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn by(plugin: &str, flow: Flow) -> Result<Decision, Stopped> {
+        Ok(Decision {
+            plugin: Some(Arc::from(plugin)),
+            ..Decision::new(flow)
+        })
+    }
+
+    fn terminated(event: EventKind) -> Stopped {
+        Stopped::Terminated {
+            plugin: "g".into(),
+            event,
+            reason: "no".into(),
+        }
+    }
+
+    const ASKED: &str = r#"{"path":"/etc/passwd"}"#;
+
+    // One test per row of the tool-call table.
+
+    #[test]
+    fn call_a_stop_stops() {
+        let stop = Stopped::FailedClosed(FailClosed::host(Cause::Trap, "x"));
+        assert_eq!(tool_call(Err(stop.clone()), ASKED.into()), Call::Stop(stop));
+        assert_eq!(
+            tool_call(by("g", Flow::Terminate("no".into())), ASKED.into()),
+            Call::Stop(terminated(EventKind::ToolCall))
+        );
+    }
+
+    #[test]
+    fn call_continue_runs_what_the_guards_saw() {
+        assert_eq!(
+            tool_call(Ok(Decision::new(Flow::Continue)), ASKED.into()),
+            Call::Run {
+                args: ASKED.into(),
+                rewritten_by: None
+            }
+        );
+    }
+
+    #[test]
+    fn call_rewrite_args_to_an_object_runs_the_rewrite() {
+        let jailed = r#"{"path":"/jail/etc/passwd"}"#;
+        assert_eq!(
+            tool_call(by("jail", Flow::RewriteArgs(jailed.into())), ASKED.into()),
+            Call::Run {
+                args: jailed.into(),
+                rewritten_by: Some(Arc::from("jail"))
+            }
+        );
+    }
+
+    #[test]
+    fn call_rewrite_args_to_other_json_is_refused() {
+        for rewrite in ["[1]", "\"text\"", "3", "null"] {
+            let verdict = tool_call(by("odd", Flow::RewriteArgs(rewrite.into())), ASKED.into());
+            let Call::Refuse { by, why } = verdict else {
+                panic!("{rewrite}: {verdict:?}");
+            };
+            assert_eq!(&*by, "odd");
+            assert!(
+                why.contains("`odd`") && why.contains("not a JSON object"),
+                "{why}"
+            );
+        }
+    }
+
+    #[test]
+    fn call_skip_answers_with_the_reason_and_the_arguments_it_saw() {
+        let seen = r#"{"path":"/jail/etc/passwd"}"#;
+        let skipped = Ok(Decision {
+            plugin: Some(Arc::from("deny")),
+            rewritten: Some(seen.into()),
+            ..Decision::new(Flow::Skip("denied".into()))
+        });
+        assert_eq!(
+            tool_call(skipped, ASKED.into()),
+            Call::Skip {
+                reason: "denied".into(),
+                args: seen.into(),
+                by: Arc::from("deny")
+            }
+        );
+    }
+
+    #[test]
+    fn call_a_flow_the_core_refuses_stops_naming_the_host() {
+        let Call::Stop(stop) = tool_call(by("g", Flow::Retry("x".into())), ASKED.into()) else {
+            panic!("not a stop");
+        };
+        assert_eq!(stop.plugin(), hookbox::HOST);
+    }
+
+    // One test per row of the tool-result table.
+
+    #[test]
+    fn result_a_stop_stops() {
+        assert_eq!(
+            tool_result(by("g", Flow::Terminate("no".into()))),
+            Output::Stop(terminated(EventKind::ToolResult))
+        );
+    }
+
+    #[test]
+    fn result_continue_keeps_it() {
+        assert_eq!(tool_result(Ok(Decision::new(Flow::Continue))), Output::Keep);
+    }
+
+    #[test]
+    fn result_rewrite_result_replaces_it() {
+        assert_eq!(
+            tool_result(by("redact", Flow::RewriteResult("[redacted]".into()))),
+            Output::Replace {
+                text: "[redacted]".into(),
+                by: Arc::from("redact")
+            }
+        );
+    }
+}
