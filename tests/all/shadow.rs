@@ -1,6 +1,6 @@
 //! Shadow mode: a shadow plugin is asked at its place and what it would
 //! have done is reported, never acted on; it never fails a run closed. One
-//! test per rule of `hookbox::stack`'s shadow paragraph, with real guests.
+//! test per rule of `hookbox::HookStack`'s shadow paragraph, with real guests.
 
 use std::sync::{Arc, Mutex};
 

@@ -37,7 +37,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::stack::{Decided, Observe};
+use crate::decision::{Decided, Observe};
 
 /// A JSON-lines decision log on its own writer thread.
 pub struct DecisionLog {

@@ -6,7 +6,7 @@ use wasmtime::component::{ComponentType, Lift, Linker, Lower};
 
 use crate::error::Cause;
 use crate::limits::LimitExceeded;
-use crate::state::PluginState;
+use crate::state::{LOG_LINE_COST, PluginState, entry_cost, one_line};
 
 /// Package and version of the contract's interfaces.
 const CONFIG: &str = "hookbox:hook/config@0.1.0";
@@ -118,39 +118,6 @@ fn scratchpad_set(state: &mut PluginState, key: String, value: String) -> wasmti
     Ok(())
 }
 
-/// What a scratchpad entry costs beyond its key and value: the host's own
-/// bookkeeping per entry, so many tiny keys cannot cost the host far more
-/// memory than the quota says.
-pub(crate) const SCRATCHPAD_ENTRY_COST: usize = 64;
-
-/// What an entry counts against the scratchpad quota.
-pub(crate) fn entry_cost(key: &str, value: &str) -> usize {
-    key.len() + value.len() + SCRATCHPAD_ENTRY_COST
-}
-
-/// What a log line costs beyond its text: an empty message is not free.
-pub(crate) const LOG_LINE_COST: usize = 64;
-
-/// `text` as one line that is safe to print: line breaks and every other
-/// control character but tab escaped (`\n`, `\u{1b}`), so a guest can
-/// neither forge a log line nor drive the terminal.
-pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\t') {
-        return text.into();
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push('\t'),
-            c if c.is_control() => out.extend(c.escape_unicode()),
-            c => out.push(c),
-        }
-    }
-    out.into()
-}
-
 /// The longest prefix of `text` within `max` bytes that ends on a character
 /// boundary.
 fn truncate(text: &str, max: usize) -> &str {
@@ -166,7 +133,8 @@ fn truncate(text: &str, max: usize) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{one_line, truncate};
+    use super::truncate;
+    use crate::state::one_line;
 
     #[test]
     fn a_message_stays_one_line_and_cannot_drive_the_terminal() {

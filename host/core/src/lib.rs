@@ -3,28 +3,40 @@
 //!
 //! An agent loop reaches an observable step ([`StepEvent`]) and asks a
 //! [`HookStack`] what to do; every hook answers with a [`Flow`], and the stack
-//! composes the answers by the event's rule ([`rules`], [`stack`]). Whatever a
-//! guest does wrong ends the run with a [`FailClosed`] naming the plugin and
-//! the [`Cause`].
+//! composes the answers by the event's rule ([`rules`], [`HookStack`]).
+//! Whatever a guest does wrong ends the run with a [`FailClosed`] naming the
+//! plugin and the [`Cause`].
+//!
+//! The types an embedder uses are at the root:
+//!
+//! | items | what |
+//! |---|---|
+//! | [`StepEvent`], [`HookContext`], [`EventKind`] and the event structs | step events and their context |
+//! | [`Flow`], [`RequestPatch`] | flows and request patches, and how patches merge |
+//! | [`HookStack`], [`Run`], [`Hook`], [`hook_fn`] | the stack, its runs, native hooks |
+//! | [`Decision`], [`Outcome`], [`Observe`] | what a stack answers, and watching each hook's answer |
+//! | [`Stopped`] | why the stack ended a run, as text a framework carries and back |
+//! | [`Runtime`], [`Plugin`], [`PluginOptions`], [`Limits`] | the wasmtime runtime, compiled plugins, per-plugin limits |
+//! | [`FailClosed`], [`Cause`], [`Error`], [`HOST`] | why a run failed closed, or setup failed |
+//!
+//! and the modules for the rest:
 //!
 //! | module | job |
 //! |---|---|
-//! | [`event`] | step events and their context (native and wire types) |
-//! | [`flow`] | flows and request patches, and how patches merge |
 //! | [`history`] | a history patch applied to a framework's own messages |
 //! | [`rules`] | which flows each event honours, how each composes |
-//! | [`stack`] | the HookStack, runs and decisions |
-//! | [`stopped`] | why the stack ended a run, as text a framework carries and back |
-//! | [`plugin`] | compiled WASM plugins and their per-run instances |
-//! | [`engine`] | the wasmtime runtime and the epoch ticker |
 //! | [`audit`] | decision logs: a JSON line per decision, never stalling one |
 //! | [`cache`] | the verified compile cache |
-//! | [`limits`] | per-plugin limits and their enforcement |
 //! | [`manifest`] | `hookbox.toml`: order, config, limits, required-ness, mode, pins, tools |
 //! | [`matcher`] | tool matchers: the tools a plugin is asked about |
 //! | [`directory`] | loading a plugin directory safely |
 //! | `watch` | hot reload with an atomic swap (feature `watch`, on by default) |
+//! | [`mod@inspect`] | what a plugin is, without running it ([`inspect()`]) |
+//! | [`trace`] | the decision spans (OpenTelemetry's GenAI conventions) |
 //! | [`json`] | serde helpers for the JSON forms (JSON carried as text) |
+//!
+//! The public API is listed in `host/core/public-api.txt`, which CI
+//! compares with what rustdoc finds (`cargo xtask public-api`).
 //!
 //! This crate is what an embedder compiles: wasmtime and serde-level
 //! dependencies only. The layers above it are crates of their own, each
@@ -61,28 +73,30 @@
 
 pub mod audit;
 pub mod cache;
+mod decision;
 pub mod directory;
-pub mod engine;
+mod engine;
 mod error;
-pub mod event;
-pub mod flow;
+mod event;
+mod flow;
 pub mod history;
 mod imports;
 pub mod inspect;
 pub mod json;
-pub mod limits;
+mod limits;
 pub mod manifest;
 pub mod matcher;
-pub mod plugin;
+mod plugin;
 pub mod rules;
 mod slots;
-pub mod stack;
+mod stack;
 mod state;
-pub mod stopped;
+mod stopped;
 pub mod trace;
 #[cfg(feature = "watch")]
 pub mod watch;
 
+pub use decision::{Decided, Decision, Observe, Outcome, Shadowed, outcome_json, shadow_json};
 pub use engine::{Runtime, RuntimeConfig};
 pub use error::{Busy, Cause, Error, FailClosed, HOST, LoadError, LoadPhase};
 pub use event::*;
@@ -90,8 +104,5 @@ pub use flow::{Conflict, Document, Flow, RequestPatch};
 pub use inspect::{PluginInfo, inspect};
 pub use limits::Limits;
 pub use plugin::{Plugin, PluginOptions};
-pub use stack::{
-    Decided, Decision, FnHook, Hook, HookStack, Observe, Outcome, Run, Shadowed, hook_fn,
-    outcome_json, shadow_json,
-};
+pub use stack::{FnHook, Hook, HookStack, Run, hook_fn};
 pub use stopped::Stopped;

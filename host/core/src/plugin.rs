@@ -340,7 +340,7 @@ impl Plugin {
                 format!(
                     "wrote more than its log budget of {} bytes to stdout or stderr in one run (each line counts {} bytes more than it prints)",
                     self.limits.log_bytes_per_run,
-                    crate::imports::LOG_LINE_COST
+                    crate::state::LOG_LINE_COST
                 ),
             ));
         }

@@ -1,7 +1,8 @@
 //! What a guest's store holds for one run: its limiter, its config, the
 //! run-scoped scratchpad, its log budget, and (built on first use) an empty
 //! WASI whose stdout and stderr go to the log. The host imports
-//! ([`crate::imports`]) read and write it; nothing else does.
+//! ([`crate::imports`]) read and write it; nothing else does. What an
+//! entry and a log line cost is counted here, where it is kept.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,8 +13,40 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
-use crate::imports::{LOG_LINE_COST, entry_cost, one_line};
 use crate::limits::{Counts, Limiter, Limits};
+
+/// What a scratchpad entry costs beyond its key and value: the host's own
+/// bookkeeping per entry, so many tiny keys cannot cost the host far more
+/// memory than the quota says.
+pub(crate) const SCRATCHPAD_ENTRY_COST: usize = 64;
+
+/// What an entry counts against the scratchpad quota.
+pub(crate) fn entry_cost(key: &str, value: &str) -> usize {
+    key.len() + value.len() + SCRATCHPAD_ENTRY_COST
+}
+
+/// What a log line costs beyond its text: an empty message is not free.
+pub(crate) const LOG_LINE_COST: usize = 64;
+
+/// `text` as one line that is safe to print: line breaks and every other
+/// control character but tab escaped (`\n`, `\u{1b}`), so a guest can
+/// neither forge a log line nor drive the terminal.
+pub(crate) fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\t') {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push('\t'),
+            c if c.is_control() => out.extend(c.escape_unicode()),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
 
 /// What a guest's store holds: its limits, its config and run-scoped state.
 pub(crate) struct PluginState {

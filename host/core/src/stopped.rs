@@ -10,10 +10,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::decision::{Decision, Outcome};
 use crate::error::{Cause, FailClosed};
 use crate::event::EventKind;
 use crate::flow::Flow;
-use crate::stack::{Decision, Outcome};
 
 /// How every reason begins.
 const PREFIX: &str = "hookbox stopped the run: ";

@@ -27,10 +27,10 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::decision::Outcome;
 use crate::error::FailClosed;
 use crate::event::{EventKind, HookContext};
 use crate::flow::Flow;
-use crate::stack::Outcome;
 
 static CAPTURE_CONTENT: AtomicBool = AtomicBool::new(false);
 
