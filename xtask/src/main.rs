@@ -5,12 +5,16 @@
 //! agent of `examples/demo/session.json` on it with `hookbox run`.
 //!
 //! `cargo xtask plugins DIR` only copies the built example plugins to DIR.
+//! `cargo xtask public-api [--check]` lists the public API of the crates
+//! embedders depend on ([`public_api`]).
 //! Benchmarks: `cargo bench -p hookbox-bench` (BENCHMARKS.md).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use hookbox_tests::guests;
+
+mod public_api;
 
 fn main() -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -26,7 +30,10 @@ fn main() -> Result<()> {
                 .unwrap_or_else(|| root.join("target/demo/plugins"));
             copy_plugins(&dir).map(drop)
         }
-        Some(other) => bail!("unknown task `{other}`; tasks: demo, plugins [DIR]"),
+        Some("public-api") => public_api::run(root, args.next().as_deref() == Some("--check")),
+        Some(other) => {
+            bail!("unknown task `{other}`; tasks: demo, plugins [DIR], public-api [--check]")
+        }
     }
 }
 
