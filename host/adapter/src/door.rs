@@ -4,7 +4,9 @@
 //! | a door asks about an event | [`Door::decide`] answers |
 //! |---|---|
 //! | the run could not start (no instance slots free) | that failure, every time, naming [`hookbox::HOST`] (cause `limit`) |
-//! | no plugin of the stack subscribes to its kind, and the run goes on | the kind's neutral flow (continue; fail for invalid-tool-call), without taking the run's lock or building a context |
+//! | no plugin of the stack subscribes to its kind, the run goes on, and the caller keeps the context (it passes one) | the kind's neutral flow (continue; fail for invalid-tool-call), without taking the run's lock or building a context |
+//! | the same, but the run keeps the context ([`Door::decide`] without one) | the run is stepped, so its turn and streaming state stay true for the events that follow |
+//! | an earlier decision panicked in the host while it held the run | a fail-closed naming [`hookbox::HOST`] (cause `trap`), for that event and every later one: a run left half-decided is not trusted |
 //! | the run is over (a terminate, a fail, a fail-closed) | the stack is asked all the same, so the event gets the run's end again, subscribed or not |
 //! | otherwise | the stack's decision |
 //!
@@ -103,7 +105,7 @@ impl Door {
     /// does, the run keeping its own context in step.
     pub fn decide(&self, ctx: Option<&HookContext>, event: &StepEvent) -> Outcome {
         let kind = event.kind();
-        if !self.wants(kind) {
+        if ctx.is_some() && !self.wants(kind) {
             return Ok(Decision::new(kind.default_flow()));
         }
         let mut run = self.lock()?;
@@ -117,13 +119,19 @@ impl Door {
         outcome
     }
 
-    /// The run, locked. A lock a panicking thread left poisoned is taken
-    /// all the same: the run's own state says whether it is over, and a
-    /// panic inside a guest call never reaches here (the core turns it
-    /// into a fail-closed).
+    /// The run, locked. A lock a panicking thread left poisoned (a host
+    /// bug: a panic inside a guest call never reaches here, the core turns
+    /// it into a fail-closed) ends the run: what the panic left half done
+    /// is not trusted.
     fn lock(&self) -> Result<MutexGuard<'_, Run>, FailClosed> {
         match &self.run {
-            Ok(run) => Ok(run.lock().unwrap_or_else(|poisoned| poisoned.into_inner())),
+            Ok(run) => run.lock().map_err(|_| {
+                self.over.store(true, Ordering::Release);
+                FailClosed::host(
+                    Cause::Trap,
+                    "hookbox panicked while deciding an earlier event of this run (a bug: please report it); the run is over",
+                )
+            }),
             Err(failure) => Err(failure.clone()),
         }
     }
@@ -151,7 +159,7 @@ impl Door {
         asking: Asking,
     ) -> Outcome {
         let kind = event.kind();
-        if !self.wants(kind) {
+        if ctx.is_some() && !self.wants(kind) {
             return Ok(Decision::new(kind.default_flow()));
         }
         if let Some(failure) = self.refused() {
@@ -225,8 +233,66 @@ mod tests {
         let (stack, calls) = ending();
         let door = Door::open(&stack, "r");
         assert!(!door.wants(EventKind::ToolCall));
-        let decision = door.decide(None, &tool_call()).unwrap();
+        let ctx = HookContext {
+            run_id: "r".into(),
+            turn: 1,
+            is_streaming: false,
+            agent_name: None,
+        };
+        let decision = door.decide(Some(&ctx), &tool_call()).unwrap();
         assert_eq!(decision.flow, Flow::Continue);
+        assert_eq!(calls.load(Ordering::SeqCst), 0);
+    }
+
+    /// Answers skip on tool calls only, saying the turn it was told of.
+    struct Turns;
+
+    impl Hook for Turns {
+        fn name(&self) -> &str {
+            "turns"
+        }
+        fn subscriptions(&self) -> EventKinds {
+            EventKinds::NONE.with(EventKind::ToolCall)
+        }
+        fn on_event(&self, ctx: &HookContext, _event: &StepEvent) -> Flow {
+            Flow::Skip(format!("turn {}", ctx.turn))
+        }
+    }
+
+    #[test]
+    fn without_a_context_the_run_keeps_it_through_unsubscribed_events() {
+        let mut stack = HookStack::new();
+        stack.push_hook(Turns);
+        let door = Door::open(&stack, "r");
+        let turn = StepEvent::CompletionCall(hookbox::CompletionCall {
+            prompt: "hi".into(),
+            history: Vec::new(),
+            turn: 0,
+        });
+        assert!(!door.wants(EventKind::CompletionCall));
+        for _ in 0..2 {
+            assert_eq!(door.decide(None, &turn).unwrap().flow, Flow::Continue);
+        }
+        assert_eq!(
+            door.decide(None, &tool_call()).unwrap().flow,
+            Flow::Skip("turn 2".into())
+        );
+    }
+
+    #[test]
+    fn a_run_a_host_panic_left_half_decided_fails_closed_from_then_on() {
+        let (stack, calls) = ending();
+        let door = Door::open(&stack, "r");
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            door.with_run(|_run| panic!("a host bug"))
+        }));
+        assert!(panicked.is_err());
+        for event in [tool_call(), tool_result()] {
+            let failure = door.decide(None, &event).unwrap_err();
+            assert_eq!(&*failure.plugin, hookbox::HOST);
+            assert_eq!(failure.cause, Cause::Trap);
+        }
+        assert!(door.is_over());
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
 

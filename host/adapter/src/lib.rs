@@ -6,14 +6,16 @@
 //!   event;
 //! - [`verdict`]: the one mapping of the stack's answer about a tool call
 //!   or its result to run / run with these arguments / answer this instead
-//!   / stop, with §8's argument shape check;
+//!   / stop, with §8's argument shape check ([`verdict::rewritten_args`],
+//!   which the agents' hook protocols use too), and a patch-request's extra
+//!   context as the model reads it ([`verdict::with_context`]);
 //! - asking from an async loop (feature `tokio`, on by default) without
 //!   holding up its executor, the caller's span and subscriber carried.
 //!
 //! It is a crate above the core, not a module of it: the core (`hookbox`)
 //! has no async runtime (DESIGN.md §7), and embedders who only run stacks
-//! never compile this. The synchronous doors (the agents' hook protocols)
-//! use it without the `tokio` feature.
+//! never compile this. The synchronous doors (the agents' hook protocols,
+//! `hookbox serve`'s runs) use it without the `tokio` feature.
 //!
 //! A guard call is synchronous and may run up to its plugins' deadlines, so
 //! it must not hold up the executor, and the decision's span

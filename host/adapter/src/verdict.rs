@@ -17,13 +17,19 @@
 //! | continue | [`Output::Keep`] |
 //! | rewrite-result | [`Output::Replace`] with the text, `by` the plugin |
 //!
+//! | a door's client reads one system text, and a patch-request adds documents | [`with_context`] |
+//! |---|---|
+//! | no documents (or none left after the patch) | the system text as it was |
+//! | documents | the system text (if any), then each document as a `<document id="...">` block, a blank line between |
+//!
 //! The core checks every answer against its event's rule first, so no
 //! other flow reaches either function; one that did would be a host bug,
 //! and stops the run naming [`hookbox::HOST`] rather than proceed.
 
 use std::sync::Arc;
 
-use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, Stopped};
+use hookbox::{Cause, Decision, Document, EventKind, FailClosed, Flow, Stopped};
+use serde_json::Value;
 
 /// What a door does with a tool call.
 #[derive(Clone, Debug, PartialEq)]
@@ -87,15 +93,12 @@ pub fn tool_call(settled: Result<Decision, Stopped>, asked: String) -> Call {
             args: asked,
             rewritten_by: None,
         },
-        Flow::RewriteArgs(args) if hookbox::json::args_object(&args).is_some() => Call::Run {
-            args,
-            rewritten_by: Some(by),
-        },
-        Flow::RewriteArgs(_) => Call::Refuse {
-            why: format!(
-                "hookbox: `{by}` rewrote the arguments into something that is not a JSON object; the call is refused"
-            ),
-            by,
+        Flow::RewriteArgs(args) => match rewritten_args(&args, &by) {
+            Ok(_) => Call::Run {
+                args,
+                rewritten_by: Some(by),
+            },
+            Err(why) => Call::Refuse { by, why },
         },
         Flow::Skip(reason) => Call::Skip {
             reason,
@@ -109,6 +112,41 @@ pub fn tool_call(settled: Result<Decision, Stopped>, asked: String) -> Call {
         }),
         other => Call::Stop(unhonoured(&other, EventKind::ToolCall)),
     }
+}
+
+/// `args`, `by`'s rewrite of a call's arguments, as the JSON object every
+/// client takes (DESIGN.md §8).
+///
+/// # Errors
+/// The sentence refusing the call, for a model or a user to read, when the
+/// rewrite is other JSON. [`tool_call`] answers it as [`Call::Refuse`];
+/// a door that maps the flow itself (an agent's hook reply) says it in its
+/// own terms.
+pub fn rewritten_args(args: &str, by: &str) -> Result<Value, String> {
+    hookbox::json::args_object(args).ok_or_else(|| {
+        format!(
+            "hookbox: `{by}` rewrote the arguments into something that is not a JSON object; the call is refused"
+        )
+    })
+}
+
+/// `system`, a model request's system text, with a patch-request's
+/// `documents` appended; see the table above.
+pub fn with_context(system: Option<String>, documents: Option<Vec<Document>>) -> Option<String> {
+    let Some(documents) = documents.filter(|d| !d.is_empty()) else {
+        return system;
+    };
+    let mut text = system.unwrap_or_default();
+    for doc in documents {
+        if !text.is_empty() {
+            text.push_str("\n\n");
+        }
+        text.push_str(&format!(
+            "<document id=\"{}\">\n{}\n</document>",
+            doc.id, doc.text
+        ));
+    }
+    Some(text)
 }
 
 /// The verdict on a tool's result, from its settled outcome; see the
@@ -259,6 +297,56 @@ mod tests {
                 text: "[redacted]".into(),
                 by: Arc::from("redact")
             }
+        );
+    }
+
+    #[test]
+    fn rewritten_args_is_the_object_or_the_refusal() {
+        assert_eq!(
+            rewritten_args(r#"{"a":1}"#, "g"),
+            Ok(serde_json::json!({"a": 1}))
+        );
+        let why = rewritten_args("[1]", "g").unwrap_err();
+        assert!(
+            why.contains("`g`") && why.contains("not a JSON object"),
+            "{why}"
+        );
+    }
+
+    // One test per row of the context table.
+
+    fn doc(id: &str, text: &str) -> Document {
+        Document {
+            id: id.into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn context_without_documents_keeps_the_system_text() {
+        assert_eq!(
+            with_context(Some("be brief".into()), None),
+            Some("be brief".into())
+        );
+        assert_eq!(
+            with_context(Some("be brief".into()), Some(vec![])),
+            Some("be brief".into())
+        );
+        assert_eq!(with_context(None, Some(vec![])), None);
+    }
+
+    #[test]
+    fn context_documents_follow_the_system_text() {
+        let docs = Some(vec![doc("a", "one"), doc("b", "two")]);
+        assert_eq!(
+            with_context(Some("be brief".into()), docs.clone()).as_deref(),
+            Some(
+                "be brief\n\n<document id=\"a\">\none\n</document>\n\n<document id=\"b\">\ntwo\n</document>"
+            )
+        );
+        assert_eq!(
+            with_context(None, docs).as_deref(),
+            Some("<document id=\"a\">\none\n</document>\n\n<document id=\"b\">\ntwo\n</document>")
         );
     }
 }

@@ -327,7 +327,7 @@ fn updated_output(output: Value) -> Value {
 /// A call whose arguments a guard changed: the user is asked about the
 /// changed call (unless rewrites are trusted to grant), Claude is told.
 fn rewritten_call(args: &str, by: &str, options: &Options) -> Reply {
-    let input = match crate::common::rewritten_object(args, by) {
+    let input = match hookbox_adapter::verdict::rewritten_args(args, by) {
         Ok(input) => input,
         Err(why) => return Reply::json(deny(&why)),
     };

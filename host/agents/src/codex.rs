@@ -21,9 +21,10 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, tool_call, tool_result};
 use crate::shape::{peek_string_field, result_text};
 use crate::{Options, Protocol, Reply, Session};
+use hookbox_adapter::verdict::rewritten_args;
 
 /// A Codex hook event name (`hook_event_name`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -135,7 +136,7 @@ impl Protocol for Codex {
         match (&input.hook_event_name, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
             (Event::PreToolUse, Flow::Skip(reason)) => Reply::json(pre_deny(&reason)),
-            (Event::PreToolUse, Flow::RewriteArgs(args)) => match rewritten_object(&args, &by) {
+            (Event::PreToolUse, Flow::RewriteArgs(args)) => match rewritten_args(&args, &by) {
                 // Not an approval in Codex: the changed call still meets
                 // its approval policy and sandbox.
                 Ok(updated) => Reply::json(json!({

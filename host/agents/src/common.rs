@@ -48,15 +48,6 @@ pub(crate) fn tool_result(
     })
 }
 
-/// Rewritten arguments as a JSON object, or why not.
-pub(crate) fn rewritten_object(args: &str, by: &str) -> Result<Value, String> {
-    hookbox::json::args_object(args).ok_or_else(|| {
-        format!(
-            "hookbox: {by} rewrote the arguments into something that is not a JSON object; blocked"
-        )
-    })
-}
-
 /// The documents of a patch that only adds extra context, as one text
 /// (each in a `<document id="...">` element); `None` for any other patch,
 /// which agents' hooks cannot express.
@@ -66,9 +57,5 @@ pub(crate) fn context_only(patch: RequestPatch) -> Option<String> {
         ..Default::default()
     } == patch;
     let documents = patch.extra_context.filter(|_| only_context)?;
-    let context: Vec<String> = documents
-        .iter()
-        .map(|d| format!("<document id=\"{}\">\n{}\n</document>", d.id, d.text))
-        .collect();
-    Some(context.join("\n\n"))
+    Some(hookbox_adapter::verdict::with_context(None, Some(documents)).unwrap_or_default())
 }

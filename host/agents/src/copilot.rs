@@ -17,9 +17,10 @@ use hookbox::{Decision, Flow, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, tool_call, tool_result};
 use crate::shape::peek_string_field;
 use crate::{Options, Protocol, Reply, Session};
+use hookbox_adapter::verdict::rewritten_args;
 
 /// Which Copilot hook is running. Copilot's input does not say: the
 /// command configured for each event names it (`hookbox hook copilot
@@ -177,7 +178,7 @@ impl Protocol for Copilot {
         match (input.event(), decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
             (Event::PreToolUse, Flow::Skip(reason)) => Reply::json(pre_deny(&reason)),
-            (Event::PreToolUse, Flow::RewriteArgs(args)) => match rewritten_object(&args, &by) {
+            (Event::PreToolUse, Flow::RewriteArgs(args)) => match rewritten_args(&args, &by) {
                 Ok(updated) => Reply::json(json!({
                     "permissionDecision": if options.rewrites_grant { "allow" } else { "ask" },
                     "permissionDecisionReason": format!("hookbox: {by} changed this call's arguments to {args}"),

@@ -21,9 +21,10 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, tool_call, tool_result};
 use crate::shape::{peek_string_field, reshape, result_text};
 use crate::{Options, Protocol, Reply, Session};
+use hookbox_adapter::verdict::rewritten_args;
 
 /// A Cursor hook event name (`hook_event_name`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -172,7 +173,7 @@ impl Protocol for Cursor {
         match (&input.hook_event_name, decision.flow) {
             (_, Flow::Continue) => Reply::no_opinion(),
             (Event::PreToolUse, Flow::RewriteArgs(args)) if options.rewrites_grant => {
-                match rewritten_object(&args, &by) {
+                match rewritten_args(&args, &by) {
                     Ok(updated) => Reply::json(json!({
                         "permission": "allow",
                         "updated_input": updated,

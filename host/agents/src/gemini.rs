@@ -17,9 +17,10 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolError, ToolErrorKin
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, context_only, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, context_only, tool_call, tool_result};
 use crate::shape::{peek_string_field, result_text};
 use crate::{Options, Protocol, Reply, Session};
+use hookbox_adapter::verdict::rewritten_args;
 
 /// A Gemini CLI hook event name (`hook_event_name`).
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
@@ -147,7 +148,7 @@ impl Protocol for Gemini {
             (Event::BeforeTool, Flow::Skip(reason)) => {
                 Reply::json(json!({"decision": "deny", "reason": reason}))
             }
-            (Event::BeforeTool, Flow::RewriteArgs(args)) => match rewritten_object(&args, &by) {
+            (Event::BeforeTool, Flow::RewriteArgs(args)) => match rewritten_args(&args, &by) {
                 // Gemini may merge the new arguments into the old: a key the
                 // guard removed would survive, so such a rewrite is denied.
                 Ok(updated) if dropped_key(input.tool_input.as_ref(), &updated).is_some() => {

@@ -55,7 +55,7 @@ pub mod shape;
 mod store;
 pub mod windsurf;
 
-use hookbox::{Decision, Flow, Outcome, StepEvent};
+use hookbox::{Decision, Outcome, StepEvent, Stopped};
 use serde::de::DeserializeOwned;
 
 pub use reply::Reply;
@@ -169,20 +169,23 @@ pub fn handle<P: Protocol>(
         Err(reason) => return P::fail(&input, &format!("hookbox: blocked: {reason}")),
     };
     match decide(&P::session(&input), &event) {
-        // A terminate is the event's own block in every protocol.
-        Ok(Ok(Decision {
-            flow: Flow::Terminate(reason),
-            plugin,
-            ..
-        })) => {
-            let by = plugin.as_deref().unwrap_or(hookbox::HOST);
-            P::fail(&input, &format!("{by}: {reason}"))
-        }
-        Ok(Ok(decision)) => P::answer(&input, decision, options),
-        Ok(Err(failure)) => P::fail(
-            &input,
-            &format!("hookbox: blocked, the guard failed closed: {failure}"),
-        ),
+        // A stop (a fail-closed, a terminate) is the event's own block in
+        // every protocol.
+        Ok(outcome) => match Stopped::settle(outcome, event.kind()) {
+            Ok(decision) => P::answer(&input, decision, options),
+            Err(stop) => P::fail(&input, &blocked(&stop)),
+        },
         Err(reason) => P::fail(&input, &format!("hookbox: blocked: {reason}")),
+    }
+}
+
+/// What an agent reads when the run stops: whose terminate and why, or
+/// the plugin that failed closed and the cause.
+fn blocked(stop: &Stopped) -> String {
+    match stop {
+        Stopped::Terminated { plugin, reason, .. } => format!("{plugin}: {reason}"),
+        Stopped::FailedClosed(failure) => {
+            format!("hookbox: blocked, the guard failed closed: {failure}")
+        }
     }
 }

@@ -22,9 +22,10 @@ use hookbox::{Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, rewritten_object, tool_call, tool_result};
+use crate::common::{args_text, tool_call, tool_result};
 use crate::shape::{reshape, result_text};
 use crate::{Options, Protocol, Reply, Session};
+use hookbox_adapter::verdict::rewritten_args;
 
 /// hookbox's OpenCode plugin (TypeScript, loaded by OpenCode from
 /// `.opencode/plugins/` or `~/.config/opencode/plugins/`), with
@@ -133,12 +134,10 @@ impl Protocol for OpenCode {
         match (hook, decision.flow) {
             (_, Flow::Continue) => Reply::json(json!({})),
             ("tool.execute.before", Flow::Skip(reason)) => block(&reason),
-            ("tool.execute.before", Flow::RewriteArgs(args)) => {
-                match rewritten_object(&args, &by) {
-                    Ok(args) => Reply::json(json!({ "args": args })),
-                    Err(reason) => block(&reason),
-                }
-            }
+            ("tool.execute.before", Flow::RewriteArgs(args)) => match rewritten_args(&args, &by) {
+                Ok(args) => Reply::json(json!({ "args": args })),
+                Err(reason) => block(&reason),
+            },
             ("tool.execute.after", Flow::RewriteResult(text)) => {
                 rewritten_result(input, &text, &by)
             }

@@ -10,6 +10,8 @@ use std::process::ExitCode;
 use hookbox::{Outcome, StepEvent};
 use hookbox_agents::{Options, Protocol, Session, SessionStore, handle};
 
+use crate::{Agent, HookArgs, hook_config, terminal};
+
 /// The most bytes of hook input read (a large `Write` is a few MiB).
 const INPUT_LIMIT: usize = 64 << 20;
 
@@ -78,4 +80,40 @@ fn decide<P: Protocol>(
     let outcome = span.in_scope(|| run.step(event));
     state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
     Ok(outcome)
+}
+
+/// `hookbox hook AGENT` (and `hookbox claude-code`): `--print-config`, or
+/// the hook answered.
+pub(crate) fn answer(agent: Agent, args: &HookArgs) -> ExitCode {
+    if args.print_config {
+        let name = clap::ValueEnum::to_possible_value(&agent)
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        return match hook_config::print_config(&name, &args.dir, args.allow_rewrites) {
+            Ok((config, steps)) => {
+                println!("{config}");
+                terminal::tell!("{steps}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                terminal::tell!("hookbox: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let options = hookbox_agents::Options {
+        rewrites_grant: args.allow_rewrites,
+    };
+    let event = args.event.as_deref();
+    let dir = &args.dir;
+    match agent {
+        Agent::ClaudeCode => run::<hookbox_agents::claude_code::ClaudeCode>(dir, &options, event),
+        Agent::Codex => run::<hookbox_agents::codex::Codex>(dir, &options, event),
+        Agent::Gemini => run::<hookbox_agents::gemini::Gemini>(dir, &options, event),
+        Agent::Cursor => run::<hookbox_agents::cursor::Cursor>(dir, &options, event),
+        Agent::Copilot => run::<hookbox_agents::copilot::Copilot>(dir, &options, event),
+        Agent::Cline => run::<hookbox_agents::cline::Cline>(dir, &options, event),
+        Agent::Windsurf => run::<hookbox_agents::windsurf::Windsurf>(dir, &options, event),
+        Agent::Opencode => run::<hookbox_agents::opencode::OpenCode>(dir, &options, event),
+    }
 }

@@ -41,7 +41,7 @@ pub(crate) fn build(dir: &Path, out: Option<&Path>) -> Result<ExitCode> {
         built.took.as_secs_f64(),
         built.path.display()
     );
-    crate::describe(&built.plugin);
+    crate::check::describe(&built.plugin);
     Ok(ExitCode::SUCCESS)
 }
 

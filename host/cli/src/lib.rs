@@ -1,8 +1,11 @@
 //! The `hookbox` command line: run an agent under a plugin directory, serve
 //! a stack over HTTP, answer coding agents' hooks, check plugins, replay
-//! recorded events through a stack, watch a directory. Parsing, logging,
-//! standard streams and exit codes only: the work is done by the crates
-//! below (`hookbox`, `hookbox-runner`, `hookbox-serve`, `hookbox-agents`).
+//! recorded events through a stack, watch a directory. This file parses
+//! the command line, sets up logging and maps results to exit codes; each
+//! command has its module (`run`, `serve`, `agent_hook`, `mcp`, `check`,
+//! `replay`, `watch`, `author`), which reads the files and prints, and the
+//! work is done by the crates below (`hookbox`, `hookbox-runner`,
+//! `hookbox-serve`, `hookbox-agents`, `hookbox-mcp`, `hookbox-author`).
 //!
 //! The `hookbox` binary is [`main`]; `cargo demo` runs the same code
 //! in-process. This library is that binary's, not a stable API.
@@ -16,24 +19,23 @@
 
 mod agent_hook;
 mod author;
+mod check;
 mod hook_config;
 mod mcp;
+mod replay;
 mod run;
+mod serve;
 pub mod telemetry;
 mod terminal;
+mod watch;
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use hookbox::{
-    EventKinds, HookStack, LoadPhase, Plugin, PluginInfo, PluginOptions, Run, Runtime,
-    RuntimeConfig, StepEvent,
-};
+use hookbox::{Runtime, RuntimeConfig};
 
 #[derive(Parser)]
 #[command(
@@ -329,8 +331,8 @@ where
     };
     let result = match cli.command {
         Command::Run(args) => run::run(args),
-        Command::ClaudeCode { hook } => Ok(agent_hook(Agent::ClaudeCode, &hook)),
-        Command::Hook { agent, hook } => Ok(agent_hook(agent, &hook)),
+        Command::ClaudeCode { hook } => Ok(agent_hook::answer(Agent::ClaudeCode, &hook)),
+        Command::Hook { agent, hook } => Ok(agent_hook::answer(agent, &hook)),
         Command::Serve {
             dir,
             listen,
@@ -340,14 +342,14 @@ where
             allow_rewrites,
             end_sessions_on_reload,
             decision_log,
-        } => serve(
+        } => serve::serve(
             &dir,
             listen,
             (idle_secs, max_runs, max_instances),
             (allow_rewrites, end_sessions_on_reload),
             &decision_log,
         ),
-        Command::Check { plugins } => check(&plugins),
+        Command::Check { plugins } => check::check(&plugins),
         Command::New {
             name,
             lang,
@@ -376,7 +378,7 @@ where
             dir,
             events,
             debounce_ms,
-        } => watch(&dir, events.as_deref(), debounce_ms),
+        } => watch::watch(&dir, events.as_deref(), debounce_ms),
         Command::Replay {
             plugins,
             dir,
@@ -384,53 +386,13 @@ where
             scratchpad,
             config,
             events,
-        } => replay(plugins, dir, runs, scratchpad, &config, &events),
+        } => replay::replay(plugins, dir, runs, scratchpad, &config, &events),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
             terminal::tell!("hookbox: {e:#}");
             ExitCode::from(2)
-        }
-    }
-}
-
-fn agent_hook(agent: Agent, args: &HookArgs) -> ExitCode {
-    if args.print_config {
-        let name = clap::ValueEnum::to_possible_value(&agent)
-            .map(|v| v.get_name().to_owned())
-            .unwrap_or_default();
-        return match hook_config::print_config(&name, &args.dir, args.allow_rewrites) {
-            Ok((config, steps)) => {
-                println!("{config}");
-                terminal::tell!("{steps}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                terminal::tell!("hookbox: {e:#}");
-                ExitCode::from(2)
-            }
-        };
-    }
-    let options = hookbox_agents::Options {
-        rewrites_grant: args.allow_rewrites,
-    };
-    let event = args.event.as_deref();
-    let dir = &args.dir;
-    match agent {
-        Agent::ClaudeCode => {
-            agent_hook::run::<hookbox_agents::claude_code::ClaudeCode>(dir, &options, event)
-        }
-        Agent::Codex => agent_hook::run::<hookbox_agents::codex::Codex>(dir, &options, event),
-        Agent::Gemini => agent_hook::run::<hookbox_agents::gemini::Gemini>(dir, &options, event),
-        Agent::Cursor => agent_hook::run::<hookbox_agents::cursor::Cursor>(dir, &options, event),
-        Agent::Copilot => agent_hook::run::<hookbox_agents::copilot::Copilot>(dir, &options, event),
-        Agent::Cline => agent_hook::run::<hookbox_agents::cline::Cline>(dir, &options, event),
-        Agent::Windsurf => {
-            agent_hook::run::<hookbox_agents::windsurf::Windsurf>(dir, &options, event)
-        }
-        Agent::Opencode => {
-            agent_hook::run::<hookbox_agents::opencode::OpenCode>(dir, &options, event)
         }
     }
 }
@@ -482,540 +444,4 @@ pub(crate) fn runtime_with(config: RuntimeConfig) -> Result<Runtime> {
         cache_dir,
         ..config
     })?)
-}
-
-fn serve(
-    dir: &Path,
-    listen: std::net::SocketAddr,
-    (idle_secs, max_runs, max_instances): (u64, usize, Option<u32>),
-    (allow_rewrites, end_sessions_on_reload): (bool, bool),
-    decision_log: &DecisionLogArgs,
-) -> Result<ExitCode> {
-    let decision_log = decision_log.open()?;
-    open_files_for(hookbox_serve::ServeConfig::default().max_connections);
-    let tokens = bearer_tokens("HOOKBOX_SERVE_TOKENS", listen)?;
-    let state_dir = hookbox_agents::SessionStore::default_dir()
-        .context("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
-    let session_store = hookbox_agents::SessionStore::open(&state_dir)?;
-    // Every run may hold an instance of each plugin: size the pool so that
-    // --max-runs runs of this directory fit (a reload that adds plugins may
-    // shed runs earlier, with 503 and the reason).
-    let max_instances = max_instances.unwrap_or_else(|| {
-        let plugins = hookbox::directory::plan(dir).map_or(0, |(entries, ..)| entries.len());
-        u32::try_from(max_runs.saturating_mul(plugins.max(4))).unwrap_or(u32::MAX)
-    });
-    let runtime = runtime_with(RuntimeConfig {
-        max_instances,
-        ..RuntimeConfig::default()
-    })
-    .context("sizing the instance pool; lower --max-runs or --max-instances")?;
-    let config = hookbox_serve::ServeConfig {
-        idle_timeout: std::time::Duration::from_secs(idle_secs),
-        max_runs,
-        hooks: hookbox_agents::Options {
-            rewrites_grant: allow_rewrites,
-        },
-        end_sessions_on_reload,
-        session_store: Some(session_store),
-        tokens,
-        decision_log,
-        ..Default::default()
-    };
-    let debounce = std::time::Duration::from_millis(100);
-    let tokio = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    tokio.block_on(async {
-        let source = hookbox_serve::StackSource::watch(&runtime, dir, debounce)?;
-        let server = hookbox_serve::Server::start(source, listen, config).await?;
-        terminal::tell!(
-            "hookbox serve: {} on http://{} (POST /runs, POST /runs/ID/events, GET /status, GET /metrics)",
-            dir.display(),
-            server.addr
-        );
-        tokio::select! {
-            served = server.wait() => served.context("serving")?,
-            () = stop_signal() => terminal::tell!("hookbox serve: stopped"),
-        }
-        Ok::<_, anyhow::Error>(ExitCode::SUCCESS)
-    })
-    // Dropping the async runtime here ends the live runs (their spans end
-    // too); main then flushes the trace export.
-}
-
-/// Raises this process's soft limit on open files to its hard limit, as
-/// servers do: `serve` holds four per connection (the socket, and its
-/// thread's runtime: an epoll, an eventfd and a signal pipe), and the usual
-/// soft limit of 1024 would run out near 250 of the `connections` allowed.
-/// Says so when even the hard limit is short.
-fn open_files_for(connections: usize) {
-    #[cfg(unix)]
-    {
-        let needed = (connections as u64) * 4 + 256;
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit and setrlimit read and write the struct given.
-        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-            return;
-        }
-        // macOS refuses an unlimited soft limit: a million is plenty.
-        let wanted = limit.rlim_max.min(1 << 20);
-        if limit.rlim_cur < wanted {
-            let raised = libc::rlimit {
-                rlim_cur: wanted,
-                rlim_max: limit.rlim_max,
-            };
-            // SAFETY: as above.
-            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-                limit.rlim_cur = wanted;
-            }
-        }
-        #[allow(
-            clippy::useless_conversion,
-            reason = "rlim_t is u64 here, not on every Unix"
-        )]
-        let have = u64::try_from(limit.rlim_cur).unwrap_or(u64::MAX);
-        if have < needed {
-            terminal::tell!(
-                "hookbox serve: warning: this process may open {have} files, and {connections} connections need about {needed}; raise the limit (ulimit -n) or expect connections past about {} to be answered 503",
-                have.saturating_sub(256) / 4
-            );
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = connections;
-}
-
-/// Resolves on Ctrl-C or, on Unix, SIGTERM: what a terminal or a service
-/// manager sends to stop a server.
-async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
-}
-
-fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode> {
-    let runtime = runtime()?;
-    let started = std::time::Instant::now();
-    let watcher = Arc::new(hookbox::watch::DirWatcher::start(
-        &runtime,
-        dir,
-        std::time::Duration::from_millis(debounce_ms),
-    )?);
-    let first = watcher.snapshot();
-    terminal::tell!(
-        "watching {}: generation 1, {} plugin(s), loaded in {:.1} ms",
-        dir.display(),
-        first.plugins.len(),
-        started.elapsed().as_secs_f64() * 1e3
-    );
-    for status in &first.plugins {
-        if let Err(error) = &status.result {
-            terminal::tell!(
-                "  {} ({}): {}: {}",
-                status.name,
-                status.file,
-                error.phase,
-                error.reason
-            );
-        }
-    }
-    let reporter = watcher.clone();
-    std::thread::spawn(move || {
-        loop {
-            if let Some(report) = reporter.next_report(std::time::Duration::from_secs(3600)) {
-                terminal::tell!(
-                    "reload: generation {} in {:.1} ms; compiled [{}]; removed [{}]",
-                    report.generation,
-                    report.took.as_secs_f64() * 1e3,
-                    report.compiled.join(", "),
-                    report.removed.join(", ")
-                );
-                if let Some(why) = &report.directory_error {
-                    terminal::tell!("  failed: {why}");
-                }
-                for error in &report.errors {
-                    terminal::tell!(
-                        "  failed: {}: {}: {}",
-                        error.plugin,
-                        error.phase,
-                        error.reason
-                    );
-                }
-            }
-        }
-    });
-    let Some(events) = events else {
-        loop {
-            std::thread::park();
-        }
-    };
-    let (name, reader) = open_events(events)?;
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let mut runs = 0;
-    let mut run: Option<Run> = None;
-    for (index, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            run = None;
-            continue;
-        }
-        if trimmed.starts_with("//") {
-            continue;
-        }
-        let event: StepEvent = match serde_json::from_str(trimmed) {
-            Ok(event) => event,
-            Err(e) => {
-                terminal::tell!("{name}:{}: not an event: {e}", index + 1);
-                continue;
-            }
-        };
-        let current = run.get_or_insert_with(|| {
-            runs += 1;
-            watcher.snapshot().stack.start_run(format!("watch-{runs}"))
-        });
-        let outcome = current.step(&event);
-        writeln!(out, "{}", hookbox::outcome_json(&outcome))?;
-        out.flush()?;
-        if current.is_over() {
-            run = None;
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn check(paths: &[PathBuf]) -> Result<ExitCode> {
-    let runtime = runtime()?;
-    let mut failed = false;
-    for path in paths {
-        let ok = if path.is_dir() {
-            check_dir(&runtime, path)
-        } else if path.is_file() {
-            check_file(&runtime, path)
-        } else {
-            terminal::tell!("{}: no such file or directory", path.display());
-            false
-        };
-        failed |= !ok;
-    }
-    Ok(if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// One component: its facts, and whether it loads (if not, why).
-fn check_file(runtime: &Runtime, path: &Path) -> bool {
-    match Plugin::from_file(runtime, path, PluginOptions::default()) {
-        Ok(plugin) => {
-            terminal::say!("{}: ok", path.display());
-            describe(&plugin);
-            true
-        }
-        Err(e) => {
-            terminal::tell!("{}: refused: {e}", path.display());
-            if !matches!(e.phase, LoadPhase::Read | LoadPhase::Compile) {
-                refused_facts(runtime, &e.plugin, path);
-            }
-            false
-        }
-    }
-}
-
-/// Validates a whole plugin directory with its manifest.
-fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
-    let loaded = match hookbox::directory::load(runtime, dir) {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            terminal::tell!("{e}");
-            return false;
-        }
-    };
-    let source = if loaded.has_manifest {
-        "hookbox.toml"
-    } else {
-        "no manifest: every *.wasm in file-name order"
-    };
-    terminal::say!(
-        "{}: {} plugin(s) ({source})",
-        dir.display(),
-        loaded.plugins.len()
-    );
-    for status in &loaded.plugins {
-        let mut required = String::from(if status.required {
-            "required"
-        } else {
-            "optional"
-        });
-        if status.mode == hookbox::manifest::Mode::Shadow {
-            required.push_str(", shadow: asked, never acted on");
-        }
-        match &status.result {
-            Ok(plugin) => {
-                terminal::say!("- {} ({}, {required}): ok", status.name, status.file);
-                describe(plugin);
-                if let Some(digest) = &status.sha256 {
-                    terminal::say!("  sha256:        {digest}");
-                }
-            }
-            Err(error) => {
-                terminal::tell!(
-                    "- {} ({}, {required}): {}: {}",
-                    status.name,
-                    status.file,
-                    error.phase,
-                    error.reason
-                );
-                refused_facts(runtime, &status.name, &dir.join(&status.file));
-            }
-        }
-    }
-    for file in &loaded.unlisted {
-        terminal::say!("- {file}: not in hookbox.toml, not loaded");
-    }
-    loaded.failures().next().is_none()
-}
-
-/// What a refused component is, even though it is not a hook (nothing when
-/// it is not a component at all).
-fn refused_facts(runtime: &Runtime, name: &str, path: &Path) {
-    if let Ok(bytes) = std::fs::read(path)
-        && let Ok(info) = hookbox::inspect(runtime, name, &bytes)
-    {
-        facts(&info, None);
-    }
-}
-
-pub(crate) fn describe(plugin: &Plugin) {
-    terminal::say!("  name:          {}", plugin.name());
-    facts(plugin.info(), Some(plugin.subscriptions()));
-}
-
-/// The language-agnostic facts of a component.
-fn facts(info: &PluginInfo, subscriptions: Option<EventKinds>) {
-    terminal::say!("  size:          {} bytes", info.size_bytes);
-    // Outermost first: the last producers section is the component's own.
-    let produced = |fields: &[&str]| -> String {
-        let values: Vec<&str> = info
-            .producers
-            .iter()
-            .rev()
-            .filter(|(field, _)| fields.contains(&field.as_str()))
-            // "clang 21.1.4 (https://... commit)" -> "clang 21.1.4"
-            .map(|(_, value)| value.split(" (").next().unwrap_or(value))
-            .collect();
-        or_none(&values.join(", ")).to_owned()
-    };
-    terminal::say!("  languages:     {}", produced(&["language"]));
-    terminal::say!("  built with:    {}", produced(&["processed-by", "sdk"]));
-    if let Some(kinds) = subscriptions {
-        let kinds: Vec<&str> = kinds.iter().map(|k| k.name()).collect();
-        terminal::say!("  subscriptions: {}", or_none(&kinds.join(", ")));
-    }
-    let imports: Vec<String> = info
-        .imports
-        .iter()
-        .map(|name| {
-            if hookbox::inspect::provided(name) {
-                name.clone()
-            } else {
-                format!("{name} (NOT PROVIDED)")
-            }
-        })
-        .collect();
-    terminal::say!("  imports:       {}", or_none(&imports.join(", ")));
-    terminal::say!("  exports:       {}", or_none(&info.exports.join(", ")));
-    if info.uses_wasi {
-        terminal::say!(
-            "  wasi:          imported; the guest gets an empty WASI (no files, env, network)"
-        );
-    }
-}
-
-fn or_none(s: &str) -> &str {
-    if s.is_empty() { "none" } else { s }
-}
-
-fn replay(
-    paths: Vec<PathBuf>,
-    dir: Option<PathBuf>,
-    runs: u32,
-    scratchpad: bool,
-    settings: &[String],
-    events_path: &Path,
-) -> Result<ExitCode> {
-    let mut configs = parse_settings(settings)?;
-    let events = read_events(events_path)?;
-    let runtime = runtime()?;
-    let (stack, _) = build_stack(&runtime, &paths, dir.as_deref(), &mut configs)?;
-
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    for run_number in 1..=runs {
-        let mut run = stack.start_run(format!("replay-{run_number}"));
-        for event in &events {
-            let outcome = run.step(event);
-            let mut line = hookbox::outcome_json(&outcome);
-            if runs > 1 {
-                line["run"] = run_number.into();
-            }
-            if scratchpad {
-                line["scratchpads"] = serde_json::json!(run.scratchpads());
-            }
-            writeln!(out, "{line}")?;
-            if run.is_over() {
-                break;
-            }
-        }
-    }
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A stack of `--plugin` files (with their `--config` settings), then the
-/// `--plugins` directory nested as one stack; and the sha256 of each
-/// plugin's bytes, by name.
-pub(crate) fn build_stack(
-    runtime: &Runtime,
-    paths: &[PathBuf],
-    dir: Option<&Path>,
-    configs: &mut BTreeMap<String, BTreeMap<String, String>>,
-) -> Result<(HookStack, Arc<std::collections::HashMap<String, String>>)> {
-    let mut stack = HookStack::new();
-    let mut digests = std::collections::HashMap::new();
-    for path in paths {
-        if !path.is_file() {
-            bail!("{}: no such plugin file", path.display());
-        }
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let options = PluginOptions {
-            config: configs.remove(&name).unwrap_or_default(),
-            ..Default::default()
-        };
-        if let Ok(bytes) = std::fs::read(path) {
-            digests.insert(name.clone(), hookbox::cache::sha256_hex(&bytes));
-        }
-        match Plugin::from_file(runtime, path, options) {
-            Ok(plugin) => {
-                stack.push_plugin(Arc::new(plugin));
-            }
-            Err(e) => {
-                // A required plugin that cannot load makes the run fail closed.
-                tracing::error!("{e}");
-                stack.push_unloadable(&name, e.to_string());
-            }
-        }
-    }
-    if let Some(unknown) = configs.keys().next() {
-        bail!("--config names plugin `{unknown}`, which is not among the --plugin files");
-    }
-    if let Some(dir) = dir {
-        // The directory's plugins follow, with its manifest's order, config
-        // and limits; a nested stack composes exactly like its plugins would.
-        let loaded = hookbox::directory::load(runtime, dir)?;
-        digests.extend(
-            hookbox::audit::DecisionLog::digests(&loaded.plugins)
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone())),
-        );
-        stack.push_stack(loaded.stack);
-    }
-    Ok((stack, Arc::new(digests)))
-}
-
-/// `PLUGIN.KEY=VALUE` settings, grouped by plugin.
-pub(crate) fn parse_settings(
-    settings: &[String],
-) -> Result<BTreeMap<String, BTreeMap<String, String>>> {
-    let mut configs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
-    for setting in settings {
-        let parsed = setting.split_once('=').and_then(|(name, value)| {
-            let (plugin, key) = name.split_once('.')?;
-            Some((plugin, key, value))
-        });
-        let Some((plugin, key, value)) = parsed else {
-            bail!("--config {setting}: expected PLUGIN.KEY=VALUE, e.g. deny-tools.deny=shell");
-        };
-        configs
-            .entry(plugin.to_owned())
-            .or_default()
-            .insert(key.to_owned(), value.to_owned());
-    }
-    Ok(configs)
-}
-
-/// Opens an events file, or stdin for `-`; returns a name for messages.
-fn open_events(path: &Path) -> Result<(String, Box<dyn BufRead>)> {
-    if path == Path::new("-") {
-        return Ok(("stdin".into(), Box::new(std::io::stdin().lock())));
-    }
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open events file {}", path.display()))?;
-    Ok((
-        path.display().to_string(),
-        Box::new(std::io::BufReader::new(file)),
-    ))
-}
-
-/// Reads and parses every line before anything runs, so a typo on line 40
-/// does not leave a half-replayed session.
-fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
-    let (name, reader) = open_events(path)?;
-    let mut events = Vec::new();
-    for (index, line) in reader.lines().enumerate() {
-        let line = line.with_context(|| format!("{name}: cannot read line {}", index + 1))?;
-        let trimmed = line.trim();
-        if trimmed.is_empty() || trimmed.starts_with("//") {
-            continue;
-        }
-        let event = serde_json::from_str(trimmed).with_context(|| {
-            format!(
-                "{name}:{}: not an event in the JSON form of the README",
-                index + 1
-            )
-        })?;
-        events.push(event);
-    }
-    Ok(events)
-}
-
-/// The bearer tokens in the environment variable `var` (comma-separated,
-/// one per client), which an address reachable from other machines needs.
-pub(crate) fn bearer_tokens(var: &str, listen: std::net::SocketAddr) -> Result<Vec<String>> {
-    let tokens: Vec<String> = std::env::var(var)
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-        .map(str::to_owned)
-        .collect();
-    if tokens.is_empty() && !listen.ip().is_loopback() {
-        bail!(
-            "{listen} is reachable from other machines: set {var} (one secret token per client, comma-separated) or listen on 127.0.0.1"
-        );
-    }
-    if tokens.iter().any(|t| t.len() < 16) {
-        bail!("{var}: each token needs at least 16 characters");
-    }
-    Ok(tokens)
 }

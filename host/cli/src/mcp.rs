@@ -73,7 +73,7 @@ fn serve_http(
     server: Upstream<'_>,
 ) -> Result<ExitCode> {
     let access = hookbox_mcp::listen::Access {
-        tokens: crate::bearer_tokens("HOOKBOX_MCP_TOKENS", addr)?,
+        tokens: crate::serve::bearer_tokens("HOOKBOX_MCP_TOKENS", addr)?,
     };
     let watcher = std::sync::Arc::new(hookbox::watch::DirWatcher::start(
         runtime,

@@ -101,9 +101,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode> {
         ))?;
     }
     let runtime = crate::runtime()?;
-    let mut configs = crate::parse_settings(&args.config)?;
+    let mut configs = crate::replay::parse_settings(&args.config)?;
     let (stack, digests) =
-        crate::build_stack(&runtime, &args.plugins, args.dir.as_deref(), &mut configs)?;
+        crate::replay::build_stack(&runtime, &args.plugins, args.dir.as_deref(), &mut configs)?;
     let decision_log = args.decision_log.open()?;
 
     let config = LoopConfig {

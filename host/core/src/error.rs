@@ -51,21 +51,22 @@ impl Cause {
         }
     }
 
+    /// Every cause.
+    pub const ALL: [Cause; 9] = [
+        Cause::Trap,
+        Cause::Deadline,
+        Cause::Memory,
+        Cause::Stack,
+        Cause::Oversized,
+        Cause::UnsupportedFlow,
+        Cause::InvalidJson,
+        Cause::Load,
+        Cause::Limit,
+    ];
+
     /// The cause named `name` (as [`Cause::name`] writes it).
     pub fn from_name(name: &str) -> Option<Cause> {
-        [
-            Cause::Trap,
-            Cause::Deadline,
-            Cause::Memory,
-            Cause::Stack,
-            Cause::Oversized,
-            Cause::UnsupportedFlow,
-            Cause::InvalidJson,
-            Cause::Load,
-            Cause::Limit,
-        ]
-        .into_iter()
-        .find(|cause| cause.name() == name)
+        Cause::ALL.into_iter().find(|cause| cause.name() == name)
     }
 }
 

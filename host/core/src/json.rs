@@ -6,7 +6,7 @@
 //! event files can say `"args": {"path": "a.txt"}`.
 
 /// `#[serde(with = "json_text")]` for a `String` holding JSON text.
-pub mod json_text {
+pub(crate) mod json_text {
     use serde::{Deserialize, Deserializer, Serializer};
     use serde_json::Value;
 

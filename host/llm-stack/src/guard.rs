@@ -135,7 +135,10 @@ impl GuardRun {
         self.shared.door.subscribes(kind)
     }
 
-    /// Asks the stack, on tokio's blocking pool. `Err` ends the run.
+    /// Asks the stack without holding up the executor
+    /// ([`hookbox_adapter::off_executor`]: in place on a multi-threaded
+    /// runtime, the worker's other tasks handed off; on the blocking pool
+    /// on a current-thread one). `Err` ends the run.
     async fn ask(&self, event: StepEvent) -> Result<Decision, Stopped> {
         if let Some(stopped) = self.stopped() {
             return Err(stopped);

@@ -78,10 +78,12 @@
 //! it and let them leave results be. llm-stack's result processing
 //! (processor, extractor, cacher) comes after the guard's tool-result.
 //!
-//! The guards are asked on tokio's blocking pool; from `on_tool_call`, which
-//! llm-stack calls synchronously, through `block_in_place` on a
-//! multi-threaded runtime (on a current-thread runtime that step blocks the
-//! thread for at most the plugins' deadline).
+//! The guards are asked without holding up the executor: on a
+//! multi-threaded runtime in place, the worker's other tasks handed off
+//! (`block_in_place`); on a current-thread runtime on tokio's blocking
+//! pool. From `on_tool_call`, which llm-stack calls synchronously, in place
+//! as well (on a current-thread runtime that step blocks the thread for at
+//! most the plugins' deadline).
 
 mod guard;
 mod map;

@@ -85,22 +85,8 @@ pub fn apply_patch(
 ) -> Result<ChatParams, FailClosed> {
     let refuse = |cause, detail: &str| Err(FailClosed::new(plugin, cause, detail));
     let mut out = params.clone();
-    if let Some(preamble) = patch.preamble {
-        out.system = Some(preamble);
-    }
-    if let Some(documents) = patch.extra_context.filter(|d| !d.is_empty()) {
-        let mut text = out.system.take().unwrap_or_default();
-        for doc in documents {
-            if !text.is_empty() {
-                text.push_str("\n\n");
-            }
-            text.push_str(&format!(
-                "<document id=\"{}\">\n{}\n</document>",
-                doc.id, doc.text
-            ));
-        }
-        out.system = Some(text);
-    }
+    out.system =
+        hookbox_adapter::verdict::with_context(patch.preamble.or(out.system), patch.extra_context);
     if let Some(t) = patch.temperature {
         out.temperature = Some(t as f32);
     }

@@ -361,20 +361,10 @@ impl<'a> LoopState<'a> {
     ) -> Result<ModelRequest, RunStatus> {
         let setup = self.setup;
         let patch = patch.unwrap_or_default();
-        let mut system = patch.preamble.or_else(|| setup.preamble.clone());
-        if let Some(documents) = patch.extra_context.filter(|d| !d.is_empty()) {
-            let mut text = system.take().unwrap_or_default();
-            for doc in documents {
-                if !text.is_empty() {
-                    text.push_str("\n\n");
-                }
-                text.push_str(&format!(
-                    "<document id=\"{}\">\n{}\n</document>",
-                    doc.id, doc.text
-                ));
-            }
-            system = Some(text);
-        }
+        let system = hookbox_adapter::verdict::with_context(
+            patch.preamble.or_else(|| setup.preamble.clone()),
+            patch.extra_context,
+        );
         let mut messages: Vec<ChatMessage> = system.into_iter().map(ChatMessage::system).collect();
         match patch.history {
             // A patched history is plain role and text; tool messages lose

@@ -112,19 +112,23 @@ fn decide<P: Protocol>(
         ),
         None => None,
     };
-    let mut run = live
-        .run
-        .lock()
-        .map_err(|_| "this session's run broke on an earlier event; start a new session")?;
+    let broken = |failure: hookbox::FailClosed| failure.to_string();
     if new && let Some(state) = &mut state {
-        run.restore_scratchpads(state.load());
+        let kept = state.load();
+        live.door
+            .with_run(|run| run.restore_scratchpads(kept))
+            .map_err(broken)?;
     }
     let started = std::time::Instant::now();
-    let outcome = live.span.in_scope(|| run.step(event));
+    let outcome = live.span.in_scope(|| live.door.decide(None, event));
     app.metrics
         .record(event.kind(), &outcome, started.elapsed());
     if let Some(state) = &mut state {
-        state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
+        let pads = live
+            .door
+            .with_run(|run| run.scratchpads())
+            .map_err(broken)?;
+        state.save(&pads).map_err(|e| e.to_string())?;
     }
     Ok(outcome)
 }

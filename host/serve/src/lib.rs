@@ -376,17 +376,13 @@ async fn post_event(
     let started = Instant::now();
     let decided = decide_here(|| {
         let _permit = permit;
-        let mut run = live.run.lock().ok()?;
-        Some(live.span.in_scope(|| run.step(&event)))
+        live.span.in_scope(|| live.door.decide(None, &event))
     });
-    let outcome = match decided {
-        Some(Some(outcome)) => outcome,
-        _ => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "this run can no longer be used (an earlier event broke it); start another",
-            );
-        }
+    let Some(outcome) = decided else {
+        return error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "deciding this event panicked inside hookbox (a bug: please report it); the run is over, start another",
+        );
     };
     app.metrics.record(kind, &outcome, started.elapsed());
     axum::Json(hookbox::outcome_json(&outcome)).into_response()

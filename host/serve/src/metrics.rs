@@ -24,18 +24,6 @@ const FLOWS: [&str; 9] = [
     "repair",
 ];
 
-const CAUSES: [Cause; 9] = [
-    Cause::Trap,
-    Cause::Deadline,
-    Cause::Memory,
-    Cause::Stack,
-    Cause::Oversized,
-    Cause::UnsupportedFlow,
-    Cause::InvalidJson,
-    Cause::Load,
-    Cause::Limit,
-];
-
 /// Counters of a server, lock-free but for shadow plugins' answers, which
 /// are counted by plugin (and only taken when a shadow did not continue),
 /// and the table of plugins (written once per plugin name).
@@ -43,7 +31,7 @@ const CAUSES: [Cause; 9] = [
 pub struct Metrics {
     events: [AtomicU64; 9],
     flows: [AtomicU64; 9],
-    fail_closed: [AtomicU64; 9],
+    fail_closed: [AtomicU64; Cause::ALL.len()],
     latency: Histogram,
     /// Each plugin's own answers, by name.
     plugins: RwLock<BTreeMap<String, Arc<PluginCounters>>>,
@@ -113,7 +101,7 @@ impl Histogram {
 struct PluginCounters {
     latency: Histogram,
     flows: [AtomicU64; 9],
-    fail_closed: [AtomicU64; 9],
+    fail_closed: [AtomicU64; Cause::ALL.len()],
 }
 
 /// What a run tells the server of each answer: per-plugin metrics, and the
@@ -174,7 +162,7 @@ impl Metrics {
                 }
             }
             Err(failure) => {
-                if let Some(i) = CAUSES.iter().position(|c| *c == failure.cause) {
+                if let Some(i) = Cause::ALL.iter().position(|c| *c == failure.cause) {
                     counters.fail_closed[i].fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -205,7 +193,7 @@ impl Metrics {
                 }
             }
             Err(failure) => {
-                if let Some(i) = CAUSES.iter().position(|c| *c == failure.cause) {
+                if let Some(i) = Cause::ALL.iter().position(|c| *c == failure.cause) {
                     self.fail_closed[i].fetch_add(1, Ordering::Relaxed);
                 }
                 self.flows[1].fetch_add(1, Ordering::Relaxed); // a terminate
@@ -260,7 +248,7 @@ impl Metrics {
             out,
             "# HELP hookbox_fail_closed_total Runs ended fail-closed, by cause.\n# TYPE hookbox_fail_closed_total counter"
         );
-        for (cause, count) in CAUSES.iter().zip(&self.fail_closed) {
+        for (cause, count) in Cause::ALL.iter().zip(&self.fail_closed) {
             let _ = writeln!(
                 out,
                 "hookbox_fail_closed_total{{cause=\"{}\"}} {}",
@@ -381,7 +369,7 @@ impl Metrics {
             "# HELP hookbox_plugin_fail_closed_total Runs a plugin failed closed, by cause.\n# TYPE hookbox_plugin_fail_closed_total counter"
         );
         for (name, counters) in plugins.iter() {
-            for (cause, count) in CAUSES.iter().zip(&counters.fail_closed) {
+            for (cause, count) in Cause::ALL.iter().zip(&counters.fail_closed) {
                 let count = get(count);
                 if count > 0 {
                     let _ = writeln!(

@@ -5,16 +5,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hookbox::Run;
 use hookbox::audit::DecisionLog;
 use hookbox::watch::Snapshot;
+use hookbox_adapter::Door;
 
 use crate::auth::Client;
 use crate::metrics::{Metrics, RunObserver};
 
-/// One live run (its instances and its context), and when it was last used.
+/// One live run (its instances and its context, behind the adapter
+/// layer's [`Door`]), and when it was last used.
 pub(crate) struct LiveRun {
-    pub run: Mutex<Run>,
+    pub door: Door,
     pub generation: u64,
     last_used: Mutex<Instant>,
     /// The run's span, open while the run lives: each decision's span is a
@@ -49,7 +50,7 @@ impl LiveRun {
             hookbox.generation = snapshot.generation,
         );
         Ok(Arc::new(LiveRun {
-            run: Mutex::new(run),
+            door: Door::around(run, snapshot.stack.subscriptions()),
             generation: snapshot.generation,
             last_used: Mutex::new(Instant::now()),
             span,
