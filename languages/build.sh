@@ -123,8 +123,9 @@ build_javascript() {
         node_tools
         cd "$root/languages/javascript"
         step "javascript: Node.js $(node --version), npm $(npm --version)"
-        # package-lock.json pins every package; `npm ci` installs exactly it.
-        npm ci --no-audit --no-fund --loglevel=error
+        # package-lock.json pins every package; `npm ci` installs exactly it,
+        # running none of their install scripts (none of them has one).
+        npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
         npx componentize-js toolguard.js --wit ../../wit --world-name hook \
             -d stdio random clocks http fetch-event -o "$1/toolguard.wasm"
         # The same guard as componentize-js builds it by default, importing
@@ -151,7 +152,7 @@ build_javascript-aot() {
     (
         node_tools
         cd "$root/languages/javascript"
-        npm ci --no-audit --no-fund --loglevel=error
+        npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
         local flags=(--wit ../../wit --world-name hook -d stdio random clocks http fetch-event)
         npx componentize-js toolguard.js "${flags[@]}" --aot --weval-bin "$WEVAL_BIN" -o "$1/toolguard.wasm"
         npx componentize-js ../../bench/js/crossing.js "${flags[@]}" --aot --weval-bin "$WEVAL_BIN" -o "$1/crossing.wasm"

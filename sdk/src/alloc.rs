@@ -65,7 +65,7 @@ impl InitialHeap {
     #[must_use]
     pub const fn new() -> InitialHeap {
         let mut heap = dlmalloc::Dlmalloc::new_with_allocator(Memory {
-            tail_given: Cell::new(false),
+            tail: Cell::new(Tail::Unknown),
         });
         // Ask for memory a host page at a time, not a wasm page: the tail
         // is often less than 64 KiB.
@@ -108,22 +108,43 @@ unsafe impl GlobalAlloc for InitialHeap {
 
 /// Where dlmalloc gets its regions: the tail once, then `memory.grow`.
 struct Memory {
-    tail_given: Cell<bool>,
+    tail: Cell<Tail>,
+}
+
+/// The free tail of the initial memory.
+#[derive(Clone, Copy)]
+enum Tail {
+    /// Not looked at yet: nothing has grown the memory.
+    Unknown,
+    /// From `start`, `len` bytes, not handed out yet.
+    Free { start: usize, len: usize },
+    /// Handed out, or there is none.
+    Gone,
 }
 
 impl Memory {
     /// The free tail of the initial memory, if it is not handed out yet
-    /// and holds `size` bytes.
+    /// and holds `size` bytes. Its bounds are taken at the first request,
+    /// before anything grows the memory: taken after a grow they would
+    /// reach over the grown pages, which dlmalloc already has.
     fn tail(&self, size: usize) -> Option<(usize, usize)> {
-        if self.tail_given.get() {
-            return None;
-        }
-        let (start, end) = bounds()?;
-        let len = end.checked_sub(start)?;
+        let (start, len) = match self.tail.get() {
+            Tail::Gone => return None,
+            Tail::Free { start, len } => (start, len),
+            Tail::Unknown => {
+                let free = bounds().and_then(|(start, end)| Some((start, end.checked_sub(start)?)));
+                let Some((start, len)) = free else {
+                    self.tail.set(Tail::Gone);
+                    return None;
+                };
+                self.tail.set(Tail::Free { start, len });
+                (start, len)
+            }
+        };
         if len < size {
             return None;
         }
-        self.tail_given.set(true);
+        self.tail.set(Tail::Gone);
         Some((start, len))
     }
 }

@@ -41,6 +41,51 @@ pub fn map_members(
     text: &str,
     mut f: impl FnMut(Option<&str>, &str) -> Option<String>,
 ) -> Option<String> {
+    map_nodes(text, |key, node| match node {
+        Node::String(value) => f(key, value),
+        _ => None,
+    })
+}
+
+/// A part of a JSON document [`map_nodes`] shows its function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Node<'a> {
+    /// An object member's name, decoded.
+    Key(&'a str),
+    /// A string value, decoded.
+    String(&'a str),
+    /// A number, `true`, `false` or `null`, as written.
+    Scalar(&'a str),
+    /// An object or an array, before its contents are shown (a
+    /// replacement stands for all of it, and its contents are not shown).
+    Container,
+}
+
+/// Shows `f` every part of the JSON document `text` (object names, strings,
+/// other scalars, and objects and arrays before their contents), each with
+/// the name of the member it is the value of (`None` in an array, for the
+/// document itself, and for a [`Node::Key`]), and returns the document with
+/// each part `f` answered `Some(s)` for replaced by the JSON string `s`;
+/// everything else byte for byte as it was.
+///
+/// Returns `None` when `text` is not one well-formed JSON value, or nests
+/// deeper than 128. No allocation but the output and each decoded string;
+/// linear in the length of `text`.
+///
+/// ```
+/// use hookbox_sdk::json::{Node, map_nodes};
+/// let out = map_nodes(r#"{"pin": 1234, "ghp_x": {"a": [1]}, "n": 5}"#, |key, node| match (key, node) {
+///     (_, Node::Key(k)) if k.starts_with("ghp_") => Some("[KEY]".into()),
+///     (Some("pin"), _) => Some("[REDACTED]".into()),
+///     (_, Node::Container) => None,
+///     _ => None,
+/// });
+/// assert_eq!(out.as_deref(), Some(r#"{"pin": "[REDACTED]", "[KEY]": {"a": [1]}, "n": 5}"#));
+/// ```
+pub fn map_nodes(
+    text: &str,
+    mut f: impl FnMut(Option<&str>, Node<'_>) -> Option<String>,
+) -> Option<String> {
     let mut parser = Parser {
         bytes: text.as_bytes(),
         at: 0,
@@ -49,7 +94,7 @@ pub fn map_members(
         text,
     };
     parser.blank();
-    parser.value(&mut f, 0, None)?;
+    parser.value(&mut f as &mut Visit<'_>, 0, None)?;
     parser.blank();
     if parser.at != parser.bytes.len() {
         return None;
@@ -57,6 +102,9 @@ pub fn map_members(
     parser.out.push_str(&text[parser.copied..]);
     Some(parser.out)
 }
+
+/// What [`map_nodes`] calls for each part.
+type Visit<'f> = dyn FnMut(Option<&str>, Node<'_>) -> Option<String> + 'f;
 
 /// Deeper nesting than this is refused (a guest's stack is small).
 const MAX_DEPTH: usize = 128;
@@ -81,67 +129,111 @@ impl Parser<'_> {
         (self.bytes.get(self.at) == Some(&byte)).then(|| self.at += 1)
     }
 
-    fn value(
-        &mut self,
-        f: &mut impl FnMut(Option<&str>, &str) -> Option<String>,
-        depth: usize,
-        key: Option<&str>,
-    ) -> Option<()> {
+    /// Writes `new` as a JSON string in place of the input from `start` to
+    /// here.
+    fn replace(&mut self, start: usize, new: &str) {
+        self.out.push_str(&self.text[self.copied..start]);
+        encode(new, &mut self.out);
+        self.copied = self.at;
+    }
+
+    fn value(&mut self, f: &mut Visit<'_>, depth: usize, key: Option<&str>) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
-        match self.bytes.get(self.at)? {
-            b'{' => {
-                self.at += 1;
-                self.blank();
-                if self.eat(b'}').is_some() {
-                    return Some(());
+        let start = self.at;
+        match *self.bytes.get(self.at)? {
+            open @ (b'{' | b'[') => {
+                let replaced = f(key, Node::Container);
+                // Read through, to check it and find its end, showing its
+                // contents only when it stays.
+                let mut skip = |_: Option<&str>, _: Node<'_>| None;
+                let inner: &mut Visit<'_> = if replaced.is_some() {
+                    &mut skip
+                } else {
+                    &mut *f
+                };
+                if open == b'{' {
+                    self.object(inner, depth)?;
+                } else {
+                    self.array(inner, depth)?;
                 }
-                loop {
-                    self.blank();
-                    let key = self.string()?; // never rewritten
-                    self.blank();
-                    self.eat(b':')?;
-                    self.blank();
-                    self.value(f, depth + 1, Some(&key))?;
-                    self.blank();
-                    if self.eat(b'}').is_some() {
-                        return Some(());
-                    }
-                    self.eat(b',')?;
-                }
-            }
-            b'[' => {
-                self.at += 1;
-                self.blank();
-                if self.eat(b']').is_some() {
-                    return Some(());
-                }
-                loop {
-                    self.blank();
-                    self.value(f, depth + 1, None)?;
-                    self.blank();
-                    if self.eat(b']').is_some() {
-                        return Some(());
-                    }
-                    self.eat(b',')?;
-                }
-            }
-            b'"' => {
-                let start = self.at;
-                let decoded = self.string()?;
-                if let Some(new) = f(key, &decoded) {
-                    self.out.push_str(&self.text[self.copied..start]);
-                    encode(&new, &mut self.out);
-                    self.copied = self.at;
+                if let Some(new) = replaced {
+                    // What the contents' replacements wrote goes too: there
+                    // were none (`inner` answered `None`).
+                    self.replace(start, &new);
                 }
                 Some(())
             }
-            b't' => self.literal("true"),
-            b'f' => self.literal("false"),
-            b'n' => self.literal("null"),
-            _ => self.number(),
+            b'"' => {
+                let decoded = self.string()?;
+                if let Some(new) = f(key, Node::String(&decoded)) {
+                    self.replace(start, &new);
+                }
+                Some(())
+            }
+            b't' => self.scalar(f, key, |p| p.literal("true")),
+            b'f' => self.scalar(f, key, |p| p.literal("false")),
+            b'n' => self.scalar(f, key, |p| p.literal("null")),
+            _ => self.scalar(f, key, Self::number),
         }
+    }
+
+    fn object(&mut self, f: &mut Visit<'_>, depth: usize) -> Option<()> {
+        self.at += 1;
+        self.blank();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            self.blank();
+            let start = self.at;
+            let key = self.string()?;
+            if let Some(new) = f(None, Node::Key(&key)) {
+                self.replace(start, &new);
+            }
+            self.blank();
+            self.eat(b':')?;
+            self.blank();
+            self.value(f, depth + 1, Some(&key))?;
+            self.blank();
+            if self.eat(b'}').is_some() {
+                return Some(());
+            }
+            self.eat(b',')?;
+        }
+    }
+
+    fn array(&mut self, f: &mut Visit<'_>, depth: usize) -> Option<()> {
+        self.at += 1;
+        self.blank();
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            self.blank();
+            self.value(f, depth + 1, None)?;
+            self.blank();
+            if self.eat(b']').is_some() {
+                return Some(());
+            }
+            self.eat(b',')?;
+        }
+    }
+
+    fn scalar(
+        &mut self,
+        f: &mut Visit<'_>,
+        key: Option<&str>,
+        read: impl FnOnce(&mut Self) -> Option<()>,
+    ) -> Option<()> {
+        let start = self.at;
+        read(self)?;
+        let text = self.text;
+        if let Some(new) = f(key, Node::Scalar(&text[start..self.at])) {
+            self.replace(start, &new);
+        }
+        Some(())
     }
 
     fn literal(&mut self, word: &str) -> Option<()> {
@@ -265,7 +357,7 @@ fn encode(text: &str, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::map_strings;
+    use super::{Node, map_nodes, map_strings};
 
     fn upper(text: &str) -> Option<String> {
         map_strings(text, |s| Some(s.to_uppercase()))
@@ -320,5 +412,36 @@ mod tests {
     fn untouched_documents_come_back_byte_for_byte() {
         let text = "{\"k\": \"v\\u0041\",\n \"x\": [1, 2]}";
         assert_eq!(map_strings(text, |_| None).as_deref(), Some(text));
+    }
+
+    #[test]
+    fn keys_scalars_and_containers_can_be_replaced_and_the_rest_stays() {
+        let text = r#"{"a": {"b": [1, "x"]}, "k1": true, "n": null, "s": "v", "l": [2.5e1]}"#;
+        let mut seen = Vec::new();
+        let out = map_nodes(text, |key, node| {
+            seen.push(format!("{key:?} {node:?}"));
+            match (key, node) {
+                (Some("a"), Node::Container) => Some("A".into()),
+                (None, Node::Key("k1")) => Some("K".into()),
+                (Some("n"), Node::Scalar("null")) => Some("N".into()),
+                (None, Node::Scalar("2.5e1")) => Some("L".into()),
+                _ => None,
+            }
+        });
+        assert_eq!(
+            out.as_deref(),
+            Some(r#"{"a": "A", "K": true, "n": "N", "s": "v", "l": ["L"]}"#)
+        );
+        // A replaced container's contents are not shown.
+        assert!(!seen.iter().any(|s| s.contains("\"b\"")), "{seen:?}");
+        assert!(
+            seen.contains(&r#"Some("k1") Scalar("true")"#.to_owned()),
+            "{seen:?}"
+        );
+        // A malformed container is refused, replaced or not.
+        assert_eq!(
+            map_nodes(r#"{"a": {"b" 1}}"#, |_, _| Some("x".into())),
+            None
+        );
     }
 }

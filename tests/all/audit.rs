@@ -180,3 +180,29 @@ fn a_sink_that_blocks_never_stalls_a_decision_and_its_drops_are_counted() {
         DecisionLog::CAPACITY
     );
 }
+
+/// The log names the plugins, their digests and what they stopped: a file
+/// it creates is its owner's only, whatever the umask, and one that exists
+/// keeps the mode its owner gave it.
+#[cfg(unix)]
+#[test]
+fn a_decision_log_file_it_creates_is_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_dir("audit-mode");
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+
+    let created = dir.join("decisions.jsonl");
+    DecisionLog::to_file(&created).unwrap().close();
+    assert_eq!(
+        mode(&created),
+        0o600,
+        "a new decision log is readable by others"
+    );
+
+    let shared = dir.join("shared.jsonl");
+    std::fs::write(&shared, "").unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+    DecisionLog::to_file(&shared).unwrap().close();
+    assert_eq!(mode(&shared), 0o640, "an existing log's mode was changed");
+}

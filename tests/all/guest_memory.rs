@@ -66,3 +66,34 @@ fn an_event_past_the_free_tail_grows_the_memory_as_before() {
     let failure = run.dispatch(&ctx, &tool_call("shell", &args)).unwrap_err();
     assert_eq!(failure.cause, Cause::Memory, "{failure}");
 }
+
+/// A run whose first event is larger than the free tail grows the memory
+/// first; the tail is handed out later, for the small allocations, with
+/// the bounds it had before the growth. (Read after it, it reached over
+/// the grown pages holding the event, and dlmalloc's bookkeeping broke:
+/// redact-secrets trapped on every event after one like this.)
+#[test]
+fn a_first_event_past_the_free_tail_leaves_the_heap_sound_for_later_ones() {
+    let limits = Limits {
+        answer_bytes: 4 << 20,
+        deadline: std::time::Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let stack = stack(&[plugin_with(guests::REDACT_SECRETS, &[], Some(limits))]);
+    let mut run = stack.start_run("tail");
+    let big = format!("{}\nDB_PASSWORD=hunter2\n", "x".repeat(2 << 20));
+    assert!(big.len() > initial_memory(guests::REDACT_SECRETS));
+    let mut events = vec![big];
+    events.extend((0..50).map(|i| format!("line {i}\nAPI_KEY=k{i}\n")));
+    for (i, text) in events.iter().enumerate() {
+        let decision = decided(dispatch(&mut run, &tool_result("read_file", text)));
+        let Flow::RewriteResult(out) = decision.flow else {
+            panic!("event {i}: {:?}", decision.flow)
+        };
+        assert!(
+            out.ends_with("=[REDACTED]\n"),
+            "event {i}: {}",
+            &out[out.len().saturating_sub(40)..]
+        );
+    }
+}

@@ -19,6 +19,7 @@ mod pins;
 mod properties;
 mod reload;
 mod runner;
+mod secrets;
 mod serve;
 mod shadow;
 mod slots;

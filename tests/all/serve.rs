@@ -95,14 +95,30 @@ fn request_with(
     token: Option<&str>,
     body: &str,
 ) -> (u16, String) {
+    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    exchange(
+        addr,
+        &format!("{method} {path}"),
+        &format!("{auth}Content-Type: application/json\r\n"),
+        body,
+    )
+}
+
+/// `request` (`METHOD PATH`) with `headers` (each line ending in CRLF; a
+/// `Host` of their own instead of the server's address).
+fn exchange(addr: SocketAddr, request: &str, headers: &str, body: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
-    let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+    let host = if headers.to_ascii_lowercase().contains("host:") {
+        String::new()
+    } else {
+        format!("Host: {addr}\r\n")
+    };
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{request} HTTP/1.1\r\n{host}{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -814,7 +830,7 @@ fn a_stopped_server_closes_its_kept_alive_connections() {
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .unwrap();
-    write!(stream, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    write!(stream, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
     let mut answer = [0u8; 256];
     let n = stream.read(&mut answer).unwrap();
     assert!(
@@ -854,7 +870,7 @@ fn a_stopped_server_lets_go_of_its_stack_and_runs_before_the_process_goes_on() {
     assert_eq!(status, 201, "{created}");
     // A kept-alive connection, its thread idle in it.
     let mut stream = TcpStream::connect(server.addr).unwrap();
-    write!(stream, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    write!(stream, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
     let mut answer = [0u8; 256];
     assert!(stream.read(&mut answer).unwrap() > 0);
     drop(server);
@@ -1072,7 +1088,7 @@ fn slow_clients_are_cut_off_and_a_flood_of_connections_is_shed_not_queued() {
     // Headers that trickle in and never end: the connection is closed.
     let mut trickle = TcpStream::connect(addr).unwrap();
     trickle
-        .write_all(b"POST /runs HTTP/1.1\r\nHost: x\r\n")
+        .write_all(b"POST /runs HTTP/1.1\r\nHost: localhost\r\n")
         .unwrap();
     let closed = read_until_closed(&mut trickle, Duration::from_secs(20));
     assert!(
@@ -1087,7 +1103,7 @@ fn slow_clients_are_cut_off_and_a_flood_of_connections_is_shed_not_queued() {
     let mut stalled = TcpStream::connect(addr).unwrap();
     write!(
         stalled,
-        "POST /runs/{run}/events HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{{\"event\""
+        "POST /runs/{run}/events HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n{{\"event\""
     )
     .unwrap();
     let answer = read_until_closed(&mut stalled, Duration::from_secs(20)).unwrap_or_default();
@@ -1148,4 +1164,77 @@ fn a_hook_turned_away_at_the_connection_limit_is_answered_with_a_block() {
     // Any other route is told to come back.
     let (status, body) = request(server.addr, "GET", "/status", "");
     assert_eq!(status, 503, "{body}");
+}
+
+/// What a web page can send: a cross-origin `text/plain` POST (no CORS
+/// preflight) and, after DNS rebinding, requests to its own name on this
+/// machine. serve answers neither on any route; a hook route answers with
+/// the agent's block and starts no run. An operator's name and origin are
+/// let in.
+#[test]
+fn no_web_page_reaches_any_route() {
+    let config = ServeConfig {
+        allowed_hosts: vec!["hooks.internal".into()],
+        allowed_origins: vec!["http://localhost:6274".into()],
+        ..ServeConfig::default()
+    };
+    let f = Fixture::new("serve-browsers", config);
+    let addr = f.server.addr;
+    let hook = json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+                      "tool_input": {"command": "ls"}, "tool_use_id": "t"})
+    .to_string();
+    let page = "Origin: http://evil.example\r\nContent-Type: text/plain;charset=UTF-8\r\n";
+    let rebound = "Host: evil.example:8787\r\nContent-Type: text/plain\r\n";
+    for headers in [page, rebound, "Origin: null\r\n"] {
+        let (status, body) = exchange(addr, "POST /claude-code/hook", headers, &hook);
+        assert_eq!(status, 200, "{headers:?}: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            body["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{headers:?}: {body}"
+        );
+        for (request, body) in [
+            ("GET /status", ""),
+            ("GET /metrics", ""),
+            ("GET /healthz", ""),
+            ("POST /runs", ""),
+            ("POST /runs/x/events", "{}"),
+            ("POST /opencode/hook", "{}"),
+        ] {
+            let (status, text) = exchange(addr, request, headers, body);
+            let expected = if request == "POST /opencode/hook" {
+                200
+            } else {
+                403
+            };
+            assert_eq!(status, expected, "{request} {headers:?}: {text}");
+            assert!(
+                !text.contains("guard.wasm"),
+                "{request} {headers:?}: {text}"
+            );
+        }
+    }
+    // Not one run was made for a page.
+    let (_, status) = f.json("GET", "/status", "");
+    assert_eq!(status["live_runs"], 0, "{status}");
+    // What the refusals say lets the operator in.
+    let (_, text) = exchange(addr, "GET /status", rebound, "");
+    assert!(text.contains("--allow-host"), "{text}");
+    let (_, text) = exchange(addr, "GET /status", page, "");
+    assert!(text.contains("--allow-origin"), "{text}");
+
+    // An agent (no Origin), the server's own origin, the operator's name
+    // and origin.
+    for headers in [
+        String::new(),
+        format!("Origin: http://{addr}\r\n"),
+        "Host: Hooks.Internal\r\n".to_owned(),
+        "Origin: http://localhost:6274\r\n".to_owned(),
+    ] {
+        let (status, text) = exchange(addr, "GET /status", &headers, "");
+        assert_eq!(status, 200, "{headers:?}: {text}");
+    }
+    let (status, body) = exchange(addr, "POST /claude-code/hook", "", &hook);
+    assert_eq!(status, 200);
+    assert!(!body.contains("deny"), "{body}");
 }

@@ -6,6 +6,34 @@ pub mod guests {
     include!(concat!(env!("OUT_DIR"), "/guests.rs"));
 }
 
+/// Large tool results, for redact-secrets' deadline test and benchmark.
+pub mod results {
+    /// 2 MiB of log lines with `token` and a password here and there, and
+    /// 2 MiB of one-line JSON (an API body) with the same in a nested
+    /// object.
+    pub fn two_mib(token: &str) -> [String; 2] {
+        let mut log = String::new();
+        let mut i = 0;
+        while log.len() < 2 << 20 {
+            i += 1;
+            log.push_str(&format!(
+                "2026-12-03T10:00:{:02}Z INFO request id={i} path=/api/v1/items status=200 took=3ms user=u{i}@example.com\n",
+                i % 60
+            ));
+            if i % 5000 == 0 {
+                log.push_str(&format!("DEBUG auth token={token} password=hunter2\n"));
+            }
+        }
+        let items: Vec<serde_json::Value> = (0..25_000)
+            .map(|i| serde_json::json!({"id": i, "name": format!("item {i}"), "tags": ["a", "b"], "note": "nothing to see here, move along please"}))
+            .collect();
+        let body =
+            serde_json::json!({"items": items, "auth": {"password": "hunter2", "token": token}})
+                .to_string();
+        [log, body]
+    }
+}
+
 /// Makes a component of the `hookbox:hook/hook` world from a core module in
 /// WAT: embeds the world's type information, then encodes it, as
 /// `wit-bindgen` and `wasm-tools component new` do for real guests.

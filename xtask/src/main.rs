@@ -94,9 +94,10 @@ fn scratch_workspace(dir: &Path) -> Result<()> {
         dir.join("src/main.rs"),
         "fn main() {\n    println!(\"hello\");\n}\n",
     )?;
+    // The demo's planted secret, for redact-secrets to find.
     std::fs::write(
         dir.join(".env"),
-        "DATABASE_URL=postgres://db/app\nOPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\nmaintainer: alice@example.com\n",
+        "DATABASE_URL=postgres://db/app\nOPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\nmaintainer: alice@example.com\n", // gitleaks:allow
     )?;
     std::fs::write(dir.join("build/app.o"), "stale")?;
     Ok(())

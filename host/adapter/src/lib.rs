@@ -9,6 +9,8 @@
 //!   / stop, with §8's argument shape check ([`verdict::rewritten_args`],
 //!   which the agents' hook protocols use too), and a patch-request's extra
 //!   context as the model reads it ([`verdict::with_context`]);
+//! - [`gate`]: who may reach a hookbox server over HTTP (tokens, and no
+//!   browser: a foreign `Origin` or `Host` is refused);
 //! - asking from an async loop (feature `tokio`, on by default) without
 //!   holding up its executor, the caller's span and subscriber carried.
 //!
@@ -32,6 +34,7 @@
 //! [`hookbox::Stopped::settle`]; the host's own name is [`hookbox::HOST`].
 
 mod door;
+pub mod gate;
 pub mod verdict;
 
 pub use door::Door;

@@ -127,6 +127,8 @@ enum Command {
         #[arg(long)]
         end_sessions_on_reload: bool,
         #[command(flatten)]
+        browsers: BrowserArgs,
+        #[command(flatten)]
         decision_log: DecisionLogArgs,
     },
     /// A coding agent's command hook: reads the hook's JSON on stdin, asks
@@ -204,6 +206,8 @@ enum Command {
         /// per client; required unless the address is loopback).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        #[command(flatten)]
+        browsers: BrowserArgs,
         /// The server takes MCP 2026-07-28 (`server/discover` and requests
         /// naming their revision): pass them through. Without it the proxy
         /// initializes the server itself on a 2026-07-28 client's first
@@ -341,12 +345,14 @@ where
             max_instances,
             allow_rewrites,
             end_sessions_on_reload,
+            browsers,
             decision_log,
         } => serve::serve(
             &dir,
             listen,
             (idle_secs, max_runs, max_instances),
             (allow_rewrites, end_sessions_on_reload),
+            &browsers,
             &decision_log,
         ),
         Command::Check { plugins } => check::check(&plugins),
@@ -364,6 +370,7 @@ where
             hide_tools,
             upstream,
             listen,
+            browsers,
             server_revision,
             command,
         } => {
@@ -372,7 +379,13 @@ where
                 server_takes_2026: server_revision.is_some(),
                 ..hookbox_mcp::ProxyConfig::default()
             };
-            mcp::mcp(&dir, config, (upstream.as_deref(), listen), &command)
+            mcp::mcp(
+                &dir,
+                config,
+                (upstream.as_deref(), listen),
+                &browsers,
+                &command,
+            )
         }
         Command::Watch {
             dir,
@@ -394,6 +407,34 @@ where
             terminal::tell!("hookbox: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// `--allow-host` and `--allow-origin`, for the commands that listen over
+/// HTTP: by default no browser reaches them (`hookbox_adapter::gate`).
+#[derive(clap::Args)]
+pub(crate) struct BrowserArgs {
+    /// A name the request's `Host` may carry besides `localhost` and IP
+    /// literals (a reverse proxy's, this machine's DNS name); any other is
+    /// refused as DNS rebinding. Repeat for more.
+    #[arg(long = "allow-host", value_name = "NAME")]
+    pub(crate) hosts: Vec<String>,
+    /// A web origin (`http://host:port`) whose pages may reach the server;
+    /// a request with any other `Origin` is refused. Repeat for more.
+    #[arg(long = "allow-origin", value_name = "ORIGIN")]
+    pub(crate) origins: Vec<String>,
+}
+
+impl BrowserArgs {
+    /// The gate for a server whose tokens are `tokens`, from `source`.
+    pub(crate) fn gate(
+        &self,
+        tokens: Vec<String>,
+        source: &'static str,
+    ) -> hookbox_adapter::gate::Gate {
+        hookbox_adapter::gate::Gate::new(tokens, source)
+            .allow_hosts(self.hosts.iter().cloned())
+            .allow_origins(self.origins.iter().cloned())
     }
 }
 

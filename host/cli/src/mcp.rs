@@ -15,6 +15,7 @@ pub(crate) fn mcp(
     dir: &Path,
     config: ProxyConfig,
     (upstream, listen): (Option<&str>, Option<std::net::SocketAddr>),
+    browsers: &crate::BrowserArgs,
     command: &[String],
 ) -> Result<ExitCode> {
     let server = match (upstream, command.split_first()) {
@@ -25,9 +26,16 @@ pub(crate) fn mcp(
             "name the MCP server: a command to start after `--` (hookbox mcp --plugins DIR -- COMMAND [ARGS...]), or --upstream URL"
         ),
     };
+    if listen.is_none() && !(browsers.hosts.is_empty() && browsers.origins.is_empty()) {
+        bail!(
+            "--allow-host and --allow-origin are for --listen ADDR; on stdio no browser can reach the proxy"
+        );
+    }
     let runtime = crate::runtime()?;
     if let Some(addr) = listen {
-        return serve_http(&runtime, dir, config, addr, server);
+        let tokens = crate::serve::bearer_tokens("HOOKBOX_MCP_TOKENS", addr)?;
+        let gate = browsers.gate(tokens, "HOOKBOX_MCP_TOKENS");
+        return serve_http(&runtime, dir, config, (addr, gate), server);
     }
     let loaded = hookbox::directory::load(&runtime, dir)?;
     for (status, error) in loaded.failures() {
@@ -69,12 +77,9 @@ fn serve_http(
     runtime: &hookbox::Runtime,
     dir: &Path,
     config: ProxyConfig,
-    addr: std::net::SocketAddr,
+    (addr, gate): (std::net::SocketAddr, hookbox_adapter::gate::Gate),
     server: Upstream<'_>,
 ) -> Result<ExitCode> {
-    let access = hookbox_mcp::listen::Access {
-        tokens: crate::serve::bearer_tokens("HOOKBOX_MCP_TOKENS", addr)?,
-    };
     let watcher = std::sync::Arc::new(hookbox::watch::DirWatcher::start(
         runtime,
         dir,
@@ -128,7 +133,7 @@ fn serve_http(
             dir.display(),
             listener.local_addr().unwrap_or(addr)
         );
-        hookbox_mcp::listen::serve(listener, connect, config, access)
+        hookbox_mcp::listen::serve(listener, connect, config, gate)
             .await
             .context("serving")?;
         Ok(ExitCode::SUCCESS)

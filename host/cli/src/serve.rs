@@ -8,13 +8,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use hookbox::RuntimeConfig;
 
-use crate::{DecisionLogArgs, runtime_with, terminal};
+use crate::{BrowserArgs, DecisionLogArgs, runtime_with, terminal};
 
 pub(crate) fn serve(
     dir: &Path,
     listen: std::net::SocketAddr,
     (idle_secs, max_runs, max_instances): (u64, usize, Option<u32>),
     (allow_rewrites, end_sessions_on_reload): (bool, bool),
+    browsers: &BrowserArgs,
     decision_log: &DecisionLogArgs,
 ) -> Result<ExitCode> {
     let decision_log = decision_log.open()?;
@@ -44,6 +45,8 @@ pub(crate) fn serve(
         end_sessions_on_reload,
         session_store: Some(session_store),
         tokens,
+        allowed_hosts: browsers.hosts.clone(),
+        allowed_origins: browsers.origins.clone(),
         decision_log,
         ..Default::default()
     };

@@ -295,3 +295,49 @@ fn a_new_rust_guard_tests_builds_and_checks_out_of_the_box() {
         text(&out)
     );
 }
+
+/// `hookbox build` installs a JavaScript project's dependencies without
+/// running any install script: a `preinstall` that would run code on the
+/// author's machine does not run, and the build says what it ran.
+#[test]
+fn a_javascript_build_runs_no_install_script() {
+    let has_npm = Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_npm {
+        let required = std::env::var("HOOKBOX_LANGUAGES").is_ok_and(|l| l.contains("javascript"));
+        assert!(
+            !required,
+            "HOOKBOX_LANGUAGES names javascript but npm is not on PATH"
+        );
+        eprintln!("skipped: no npm on PATH");
+        return;
+    }
+    let dir = fresh("npm-scripts");
+    let out = hookbox_in(&dir, &["new", "scripted", "--lang", "javascript"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let project = dir.join("scripted");
+    let ran = project.join("install-script-ran");
+    // No dependencies to fetch (the test needs no registry), and scripts
+    // that leave a mark if npm runs them.
+    let package = serde_json::json!({
+        "name": "scripted",
+        "private": true,
+        "scripts": {
+            "preinstall": "node -e \"require('fs').writeFileSync('install-script-ran', 'pre')\"",
+            "postinstall": "node -e \"require('fs').writeFileSync('install-script-ran', 'post')\"",
+        },
+    });
+    std::fs::write(project.join("package.json"), package.to_string()).unwrap();
+    let out = hookbox_in(&project, &["build"]);
+    assert!(!ran.exists(), "npm ran an install script: {}", text(&out));
+    // The build still fails (nothing installed componentize-js), naming the
+    // step as it ran it.
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("npm install --ignore-scripts"),
+        "{}",
+        text(&out)
+    );
+}

@@ -167,7 +167,7 @@ file = "redact-secrets.wasm"
 /// to move, and twenty notes.
 fn filesystem_root(label: &str) -> PathBuf {
     let root = scratch(label);
-    std::fs::write(root.join("secret.txt"), "aws_key = AKIAIOSFODNN7EXAMPLE\n").unwrap();
+    std::fs::write(root.join("secret.txt"), "aws_key = AKIAQX7N2M4R5T6V7W3Y\n").unwrap();
     std::fs::write(root.join("a.txt"), "move me").unwrap();
     for i in 0..20 {
         std::fs::write(root.join(format!("n{i}.txt")), format!("note {i}")).unwrap();
@@ -196,7 +196,7 @@ fn each_flow_on_a_real_filesystem_server_does_what_the_rules_say() {
     let read = &saw["read"];
     assert_eq!(read["is_error"], false, "{read}");
     assert!(read["text"].as_str().unwrap().contains("aws_key"), "{read}");
-    assert!(!read.to_string().contains("AKIAIOSFODNN7EXAMPLE"), "{read}");
+    assert!(!read.to_string().contains("AKIAQX7N2M4R5T6V7W3Y"), "{read}");
 
     // skip: the model reads the reason; the server never got the call.
     let denied = &saw["write_denied"];
@@ -558,7 +558,7 @@ fn a_tool_that_asks_the_user_is_guarded_on_the_question_and_the_answer() {
             &["--server-revision", "2026-07-28"],
             &[&python, &server, &log_arg],
         );
-        let saw = sdk_client(mcp, sdk, "ask", "AKIAIOSFODNN7EXAMPLE", &told);
+        let saw = sdk_client(mcp, sdk, "ask", "AKIAQX7N2M4R5T6V7W3Y", &told);
         assert_eq!(saw["deploy"]["is_error"], false, "{sdk:?}: {saw}");
         assert!(
             saw["deploy"]["text"]
@@ -908,6 +908,12 @@ fn clients_over_streamable_http_get_a_guarded_session_each() {
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
     let response = raw_post(&served.url, "http://evil.example", "", initialize);
     assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert!(response.contains("--allow-origin"), "{response}");
+    // Nor, after DNS rebinding, a page of its own name on this machine.
+    let rebound = "Host: rebound.example:80\r\n";
+    let response = raw_post(&served.url, "", rebound, initialize);
+    assert!(response.starts_with("HTTP/1.1 403"), "{response}");
+    assert!(response.contains("--allow-host"), "{response}");
 }
 
 /// `--listen` serves 2026-07-28 clients, which send no `initialize` and get
@@ -933,12 +939,7 @@ fn a_2026_client_over_http_is_served_without_a_session_id() {
     }
     // No session id is handed out for a stateless request.
     let list = r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-    let response = raw_post(
-        &served.url,
-        "http://localhost",
-        "Mcp-Method: tools/list\r\n",
-        list,
-    );
+    let response = raw_post(&served.url, "", "Mcp-Method: tools/list\r\n", list);
     assert!(response.starts_with("HTTP/1.1 200"), "{response}");
     assert!(
         !response.to_ascii_lowercase().contains("mcp-session-id"),
@@ -975,7 +976,8 @@ fn a_request_whose_routing_headers_disagree_with_its_body_is_refused() {
     let plugins = plugin_dir("headers", &filesystem_manifest(Path::new("/nowhere")));
     let everything = server(mcp, "everything");
     let served = listening(&plugins, &["node", &everything, "stdio"]);
-    let origin = "http://localhost";
+    // The server's own origin (a page it served) is let in, as no Origin is.
+    let origin = served.url.trim_end_matches("/mcp");
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}"#;
     let call = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"write_file","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
     for (headers, body) in [
@@ -1024,7 +1026,7 @@ fn listen_with_tokens_lets_in_only_their_clients_each_to_its_own_sessions() {
         .stdout(Stdio::null())
         .stderr(Stdio::inherit());
     let served = serving_on(command, port);
-    let origin = "http://localhost";
+    let origin = "";
     let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
     let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
     for shown in [
@@ -1181,15 +1183,24 @@ fn answer_recorded(
     );
 }
 
+/// A POST to `url` as `origin`'s page (none: `""`), with `headers` (a
+/// `Host` of their own instead of the server's address).
 fn raw_post(url: &str, origin: &str, headers: &str, body: &str) -> String {
     let addr = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let mut head = String::new();
+    if !headers.to_ascii_lowercase().contains("host:") {
+        head.push_str(&format!("Host: {addr}\r\n"));
+    }
+    if !origin.is_empty() {
+        head.push_str(&format!("Origin: {origin}\r\n"));
+    }
     let mut stream = std::net::TcpStream::connect(addr).unwrap();
     stream
         .set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
     write!(
         stream,
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: {origin}\r\n{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\n{head}{headers}Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

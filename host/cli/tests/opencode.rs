@@ -102,7 +102,7 @@ fn project(dir: &Path, plugins: &Path, port: u16) -> PathBuf {
     std::fs::write(project.join("notes/todo.txt"), "buy milk\n").unwrap();
     std::fs::write(
         project.join("secrets.txt"),
-        "OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789\n",
+        "OPENAI_API_KEY=sk-proj-Q8vX2mRk7TnL4wZp9bYc3HdF6gJs1aEu0iKo5\n",
     )
     .unwrap();
     let printed = Command::new(env!("CARGO_BIN_EXE_hookbox"))

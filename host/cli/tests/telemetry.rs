@@ -297,7 +297,7 @@ fn serve_exports_a_span_per_run_with_its_decisions_and_flushes_on_sigterm() {
         let mut stream = std::net::TcpStream::connect(&addr).unwrap();
         write!(
             stream,
-            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            "POST {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
             body.len()
         )
         .unwrap();

@@ -53,15 +53,19 @@ impl DecisionLog {
     /// Records queued for the writer at most; past it, records are dropped.
     pub const CAPACITY: usize = 4096;
 
-    /// A log appending to the file at `path` (created if missing).
+    /// A log appending to the file at `path`, created if missing. On Unix a
+    /// new file is the owner's only (mode 0600, whatever the umask): its
+    /// records name the plugins, their digests and the tools they stopped.
+    /// An existing file keeps the mode its owner gave it.
     ///
     /// # Errors
     /// When the file cannot be opened for appending.
     pub fn to_file(path: &std::path::Path) -> std::io::Result<DecisionLog> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(path)?;
         Ok(DecisionLog::to_writer(file))
     }
 

@@ -12,8 +12,8 @@
 //! | `GET` (`Accept: text/event-stream`) | the session's stream for the server's messages that no request is waiting on |
 //! | `DELETE` | ends the session |
 //! | an unknown session id | 404 (start a new session) |
-//! | an `Origin` that is not this host's own | 403 (a web page reaching a local server) |
-//! | with tokens ([`Access::tokens`]): no `Authorization: Bearer TOKEN` of one of them | 401, with `WWW-Authenticate: Bearer` |
+//! | an `Origin` other than the server's own or an allowed one, or a `Host` not naming this machine ([`Gate`]) | 403 (a web page reaching a local server, DNS rebinding) |
+//! | with tokens ([`Gate::new`]): no `Authorization: Bearer TOKEN` of one of them | 401, with `WWW-Authenticate: Bearer` |
 //! | with tokens: a session id begun with another token | 404, as an unknown one (a client cannot reach, or learn of, another's session) |
 //! | `Mcp-Method` / `Mcp-Name` that disagree with the body, or missing from a 2026-07-28 request ([`message::Mirrored`]) | 400 with error -32020, never forwarded |
 
@@ -34,6 +34,8 @@ use futures_util::stream::Stream;
 use hookbox::HookStack;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+
+use hookbox_adapter::gate::{Asked, Refused};
 
 use crate::message::{self, Line, id_key};
 use crate::proxy::{ProxyConfig, proxy};
@@ -61,46 +63,12 @@ pub type Connect = Arc<
         + Sync,
 >;
 
-/// Who may use the server.
-#[derive(Clone, Debug, Default)]
-pub struct Access {
-    /// Bearer tokens of the clients allowed in; empty lets any client in
-    /// (loopback only: the command line refuses it elsewhere). Each token
-    /// is one client, and a session belongs to the token that began it.
-    pub tokens: Vec<String>,
-}
-
-impl Access {
-    /// The client a request comes from (its token's place, 0 when no token
-    /// is needed), or `None` when it may not come in. Every token is
-    /// compared in full and in constant time, so timing tells nothing of
-    /// which one, or how much of it, matched.
-    fn client(&self, headers: &HeaderMap) -> Option<usize> {
-        use subtle::ConstantTimeEq;
-        if self.tokens.is_empty() {
-            return Some(0);
-        }
-        let shown = headers
-            .get(axum::http::header::AUTHORIZATION)?
-            .to_str()
-            .ok()?
-            .strip_prefix("Bearer ")?
-            .trim()
-            .as_bytes();
-        let mut found = None;
-        for (i, token) in self.tokens.iter().enumerate() {
-            if bool::from(token.as_bytes().ct_eq(shown)) {
-                found = Some(i + 1);
-            }
-        }
-        found
-    }
-}
+pub use hookbox_adapter::gate::Gate;
 
 struct App {
     connect: Connect,
     config: ProxyConfig,
-    access: Access,
+    gate: Gate,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Held while a client's stateless session is begun, so two first
     /// requests make one.
@@ -109,7 +77,7 @@ struct App {
 
 /// One client session.
 struct Session {
-    /// The client that began it ([`Access::client`]).
+    /// The client that began it ([`Gate::admit`]).
     client: usize,
     /// Lines to the proxy, as the client's.
     to_proxy: mpsc::Sender<String>,
@@ -191,12 +159,12 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     connect: Connect,
     config: ProxyConfig,
-    access: Access,
+    gate: Gate,
 ) -> std::io::Result<()> {
     let app = Arc::new(App {
         connect,
         config,
-        access,
+        gate,
         sessions: Mutex::default(),
         beginning: tokio::sync::Mutex::new(()),
     });
@@ -226,37 +194,45 @@ pub async fn serve(
     axum::serve(listener, router).await
 }
 
-/// The client a request came from ([`Access::client`]).
+/// The client a request came from ([`Gate::admit`]).
 #[derive(Clone, Copy)]
 struct Client(usize);
 
-/// Lets in a request from this host's own pages (or no browser) that shows
-/// a token when tokens are needed, with its [`Client`].
+/// Lets in a request from no web page, to a `Host` naming this machine,
+/// that shows a token when tokens are needed, with its [`Client`].
 async fn admit(
     State(app): State<Arc<App>>,
     mut request: axum::extract::Request,
     next: axum::middleware::Next,
 ) -> Response {
-    if !origin_allowed(request.headers()) {
-        return refuse(
-            StatusCode::FORBIDDEN,
-            None,
-            "hookbox: this Origin may not reach the server",
-        );
-    }
-    let Some(client) = app.access.client(request.headers()) else {
-        let mut refused = refuse(
-            StatusCode::UNAUTHORIZED,
-            None,
-            "hookbox: this server needs `Authorization: Bearer TOKEN` (a token of HOOKBOX_MCP_TOKENS)",
-        );
-        refused.headers_mut().insert(
-            axum::http::header::WWW_AUTHENTICATE,
-            axum::http::HeaderValue::from_static("Bearer"),
-        );
-        return refused;
+    let headers = request.headers();
+    // A value that is not visible ASCII is no name nor origin the gate lets
+    // in (never read as absent).
+    let header = |name| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    let asked = Asked {
+        host: header(axum::http::header::HOST),
+        origin: header(axum::http::header::ORIGIN),
+        authorization: header(axum::http::header::AUTHORIZATION),
     };
-    request.extensions_mut().insert(Client(client));
+    let client = match app.gate.admit(&asked) {
+        Ok(client) => client,
+        Err(refused @ Refused::Token { .. }) => {
+            let mut refused = refuse(
+                StatusCode::UNAUTHORIZED,
+                None,
+                &format!("hookbox: {refused}"),
+            );
+            refused.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+            return refused;
+        }
+        Err(refused) => {
+            return refuse(StatusCode::FORBIDDEN, None, &format!("hookbox: {refused}"));
+        }
+    };
+    request.extensions_mut().insert(Client(client.0));
     next.run(request).await
 }
 
@@ -309,21 +285,6 @@ fn headers_match(
     } else {
         message::Era::Handshake
     })
-}
-
-/// Browsers send `Origin`; only this host's own pages may reach the server.
-fn origin_allowed(headers: &HeaderMap) -> bool {
-    let Some(origin) = headers.get("origin").and_then(|v| v.to_str().ok()) else {
-        return true;
-    };
-    let host = origin
-        .split("://")
-        .nth(1)
-        .unwrap_or("")
-        .split([':', '/'])
-        .next()
-        .unwrap_or("");
-    matches!(host, "localhost" | "127.0.0.1" | "[::1]")
 }
 
 fn session_of(

@@ -1,70 +1,70 @@
-//! Who is asking: with tokens configured, every route but `/healthz` needs
-//! `Authorization: Bearer TOKEN`, and the token names the client its runs
-//! and sessions belong to.
+//! Who is asking ([`hookbox_adapter::gate`]): no browser reaches any route
+//! (a foreign `Origin` or `Host` is refused, `/healthz` included); with
+//! tokens configured, every route but `/healthz` needs `Authorization:
+//! Bearer TOKEN`, and the token names the client its runs and sessions
+//! belong to. A hook route is let through to answer a refusal with the
+//! agent's own block ([`Refusal`]).
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
+use hookbox_adapter::gate::{Asked, Refused};
+
+pub(crate) use hookbox_adapter::gate::Client;
 
 use crate::App;
-
-/// The client a request came from: which token it showed (0 when the
-/// server needs none).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Client(pub usize);
 
 /// Routes an agent calls as a hook: refused with a block in the agent's
 /// terms (by the route itself), never with a status the agent ignores.
 const HOOK_ROUTES: [&str; 2] = ["/claude-code/hook", "/opencode/hook"];
 
+/// Why a hook request may not come in, for its route to answer with the
+/// agent's block.
+#[derive(Clone)]
+pub(crate) struct Refusal(pub Refused);
+
 /// Lets a request through with its [`Client`] when it may come in.
-pub(crate) async fn require_token(
+pub(crate) async fn admit(
     State(app): State<Arc<App>>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let path = request.uri().path();
-    if path == "/healthz" {
-        return next.run(request).await;
-    }
-    let client = client(&app.config.tokens, request.headers());
-    match client {
-        Some(client) => {
+    let asked = asked(request.headers());
+    let admitted = if path == "/healthz" {
+        app.gate.browser(&asked).map(|()| Client(0))
+    } else {
+        app.gate.admit(&asked)
+    };
+    match admitted {
+        Ok(client) => {
             request.extensions_mut().insert(client);
             next.run(request).await
         }
-        None if HOOK_ROUTES.contains(&path) => next.run(request).await,
-        None => crate::error(
-            StatusCode::UNAUTHORIZED,
-            "this server needs `Authorization: Bearer TOKEN` (a token of HOOKBOX_SERVE_TOKENS)",
-        ),
-    }
-}
-
-fn client(tokens: &[String], headers: &axum::http::HeaderMap) -> Option<Client> {
-    if tokens.is_empty() {
-        return Some(Client(0));
-    }
-    let shown = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")?
-        .trim();
-    // Every token compared in full, so timing tells nothing of which or how
-    // much matched.
-    let mut found = None;
-    for (i, token) in tokens.iter().enumerate() {
-        if constant_time_eq(token.as_bytes(), shown.as_bytes()) {
-            found = Some(Client(i + 1));
+        Err(refused) if HOOK_ROUTES.contains(&path) => {
+            request.extensions_mut().insert(Refusal(refused));
+            next.run(request).await
+        }
+        Err(refused) => {
+            let status = match refused {
+                Refused::Token { .. } => StatusCode::UNAUTHORIZED,
+                Refused::Host(_) | Refused::Origin(_) => StatusCode::FORBIDDEN,
+            };
+            crate::error(status, refused.to_string())
         }
     }
-    found
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+fn asked(headers: &HeaderMap) -> Asked<'_> {
+    // A value that is not visible ASCII is no name nor origin the gate
+    // lets in (never read as absent).
+    let header = |name| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    Asked {
+        host: header(axum::http::header::HOST),
+        origin: header(axum::http::header::ORIGIN),
+        authorization: header(axum::http::header::AUTHORIZATION),
+    }
 }

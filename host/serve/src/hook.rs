@@ -16,27 +16,47 @@ use hookbox_agents::opencode::OpenCode;
 use hookbox_agents::{Protocol, Reply, Session, handle};
 
 use crate::App;
-use crate::auth::Client;
+use crate::auth::{Client, Refusal};
 
 /// `POST /claude-code/hook`.
 pub(crate) async fn claude_code(
     State(app): State<Arc<App>>,
     client: Option<Extension<Client>>,
+    refused: Option<Extension<Refusal>>,
     body: Body,
 ) -> Response {
-    agent_hook::<ClaudeCode>(app, client.map(|Extension(c)| c), body).await
+    agent_hook::<ClaudeCode>(app, admitted(client, refused), body).await
 }
 
 /// `POST /opencode/hook`: hookbox's OpenCode plugin with `HOOKBOX_URL`.
 pub(crate) async fn opencode(
     State(app): State<Arc<App>>,
     client: Option<Extension<Client>>,
+    refused: Option<Extension<Refusal>>,
     body: Body,
 ) -> Response {
-    agent_hook::<OpenCode>(app, client.map(|Extension(c)| c), body).await
+    agent_hook::<OpenCode>(app, admitted(client, refused), body).await
 }
 
-async fn agent_hook<P: Protocol>(app: Arc<App>, client: Option<Client>, body: Body) -> Response
+/// The client a hook request is, or why it was refused.
+fn admitted(
+    client: Option<Extension<Client>>,
+    refused: Option<Extension<Refusal>>,
+) -> Result<Client, String> {
+    match (client, refused) {
+        (Some(Extension(client)), _) => Ok(client),
+        (None, Some(Extension(Refusal(why)))) => Err(why.to_string()),
+        (None, None) => {
+            Err("this hook was not admitted (a bug in hookbox: please report it)".into())
+        }
+    }
+}
+
+async fn agent_hook<P: Protocol>(
+    app: Arc<App>,
+    client: Result<Client, String>,
+    body: Body,
+) -> Response
 where
     P::Input: Send,
 {
@@ -54,11 +74,9 @@ where
             ));
         }
     };
-    let Some(client) = client else {
-        return answer(&reject::<P>(
-            &bytes,
-            "hookbox: blocked: this hook did not show a token the server accepts (Authorization: Bearer TOKEN, one of HOOKBOX_SERVE_TOKENS)",
-        ));
+    let client = match client {
+        Ok(client) => client,
+        Err(why) => return answer(&reject::<P>(&bytes, &format!("hookbox: blocked: {why}"))),
     };
     let answered = crate::decide_here(|| {
         handle::<P>(&bytes, &app.config.hooks, |session, event| {

@@ -18,7 +18,10 @@
 //! expire. Run ids are random (128 bits), and a run or session belongs to
 //! the client that made it: with [`ServeConfig::tokens`] set, every route
 //! but `/healthz` needs `Authorization: Bearer TOKEN`, and one client's
-//! runs and sessions do not exist for another. Errors are JSON
+//! runs and sessions do not exist for another. No browser reaches any
+//! route: a request with a foreign `Origin`, or a `Host` that does not
+//! name this machine (DNS rebinding), is refused with 403, or on a hook
+//! route with the agent's block ([`hookbox_adapter::gate`]). Errors are JSON
 //! `{"error": "..."}` with a 4xx status saying what is wrong; a full
 //! server sheds load with 503 instead of queueing.
 //!
@@ -115,6 +118,14 @@ pub struct ServeConfig {
     /// (for a loopback listener only: the CLI refuses otherwise). Each
     /// token is one client: runs and sessions are bound to it.
     pub tokens: Vec<String>,
+    /// Names besides `localhost` and IP literals that a request's `Host`
+    /// may carry (a reverse proxy's, this machine's DNS name); any other
+    /// is refused, as DNS rebinding ([`hookbox_adapter::gate`]).
+    pub allowed_hosts: Vec<String>,
+    /// Web origins whose pages may reach the server; a request with any
+    /// other `Origin` is refused. Empty by default: a browser cannot use
+    /// the server.
+    pub allowed_origins: Vec<String>,
     /// Where every run's decisions are logged (`hookbox::audit`), if
     /// anywhere. Its dropped records are counted in `/metrics`.
     pub decision_log: Option<Arc<hookbox::audit::DecisionLog>>,
@@ -134,6 +145,8 @@ impl Default for ServeConfig {
             end_sessions_on_reload: false,
             session_store: None,
             tokens: Vec::new(),
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
             decision_log: None,
         }
     }
@@ -142,6 +155,7 @@ impl Default for ServeConfig {
 struct App {
     source: StackSource,
     config: ServeConfig,
+    gate: hookbox_adapter::gate::Gate,
     runs: Runs,
     in_flight: Arc<Semaphore>,
     metrics: Arc<Metrics>,
@@ -173,8 +187,12 @@ impl Server {
             .map_err(listen_error)?;
         let addr = listener.local_addr().map_err(listen_error)?;
         let metrics = Arc::new(Metrics::new(config.decision_log.clone()));
+        let gate = hookbox_adapter::gate::Gate::new(config.tokens.clone(), "HOOKBOX_SERVE_TOKENS")
+            .allow_hosts(config.allowed_hosts.iter().cloned())
+            .allow_origins(config.allowed_origins.iter().cloned());
         let app = Arc::new(App {
             source,
+            gate,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
             runs: Runs::new(metrics.clone(), config.decision_log.clone()),
             config,
@@ -197,7 +215,7 @@ impl Server {
             })
             .layer(axum::middleware::from_fn_with_state(
                 app.clone(),
-                auth::require_token,
+                auth::admit,
             ))
             .with_state(app.clone());
         let reaper = Arc::downgrade(&app);

@@ -54,6 +54,10 @@ pub(super) fn package_name(dir: &Path) -> Result<String, Error> {
         })
 }
 
+/// How `hookbox build` installs a project's dependencies, as its errors
+/// name the step.
+const NPM_INSTALL: &str = "npm install --ignore-scripts";
+
 pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     let node = find_tool(Language::JavaScript, "node", INSTALL_NODE)?;
     check_node(&node)?;
@@ -71,17 +75,20 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
         .map_err(|e| Error::io(&project.dir, e))?;
     if !componentize.is_file() {
         let npm = find_tool(Language::JavaScript, "npm", INSTALL_NODE)?;
+        // No package's install scripts run (the project's own neither):
+        // building a guard must not run code from the registry on the
+        // author's machine. componentize-js and its dependencies have none.
         run(
             Language::JavaScript,
-            "npm install",
+            NPM_INSTALL,
             Command::new(npm)
-                .args(["install", "--no-audit", "--no-fund"])
+                .args(["install", "--ignore-scripts", "--no-audit", "--no-fund"])
                 .current_dir(&project.dir),
         )?;
         if !componentize.is_file() {
             return Err(Error::Build {
                 language: "javascript",
-                step: "npm install".into(),
+                step: NPM_INSTALL.into(),
                 output: format!(
                     "it installed no {}: package.json's devDependencies need \
                      \"@bytecodealliance/componentize-js\": \"0.23.0\" and \

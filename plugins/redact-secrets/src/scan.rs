@@ -1,0 +1,555 @@
+//! Secrets in text: gitleaks' rules ([`crate::rules`]) and what a tool's
+//! output has that a source scanner's input seldom does, anywhere on a
+//! line, as many times as it occurs:
+//!
+//! | shape | redacted |
+//! |---|---|
+//! | `NAME=value`, `NAME := value`, `NAME => value` (NAME quoted or not) | the value |
+//! | `"NAME": value`, `'NAME': value` (JSON or a dict inside text) | the value |
+//! | `NAME: value` at the start of a line (YAML, a header, `.env`) | the value |
+//! | `--NAME value`, `--NAME=value`, `-NAME value` (a command line) | the value |
+//! | `Bearer TOKEN`, `Authorization: [Basic \| Token \| Digest] TOKEN` | the token |
+//! | `scheme://user:PASSWORD@host` | the password |
+//! | `-----BEGIN ... PRIVATE KEY-----` to its `-----END ...-----` (or the end) | the block, `[REDACTED PRIVATE KEY]` |
+//! | `local@domain.tld`, with `emails` on | `[REDACTED EMAIL]` |
+//!
+//! where NAME ends with a secret word ([`SECRET_NAME`]: `DB_PASSWORD`,
+//! `x-api-key`, `client_secret`, `id_token`, not `max_tokens` or
+//! `TOKEN_URL`). A value is a quoted string (redacted inside its quotes)
+//! or a run of characters up to a space, a quote or `,;&()[]{}<>`;
+//! placeholders gitleaks' global allowlist lets through (`${VAR}`, `true`,
+//! `null`, `****`) are left alone.
+
+use std::sync::OnceLock;
+
+use regex::bytes::{Regex, RegexBuilder};
+
+use crate::rules;
+
+/// Byte offsets into the text, start to end.
+pub(crate) type Span = (usize, usize);
+
+/// What was found, in the order one wins over another where they overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Kind {
+    Email,
+    Secret,
+    PrivateKey,
+}
+
+impl Kind {
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Email => "[REDACTED EMAIL]",
+            Kind::Secret => "[REDACTED]",
+            Kind::PrivateKey => "[REDACTED PRIVATE KEY]",
+        }
+    }
+}
+
+/// A secret found in the text.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Found {
+    span: Span,
+    kind: Kind,
+}
+
+impl Found {
+    pub(crate) fn secret(span: Span) -> Found {
+        Found {
+            span,
+            kind: Kind::Secret,
+        }
+    }
+}
+
+/// Names whose values are secrets: an identifier ending with one of these
+/// words (ASCII case ignored, `-` or `_` or nothing between the parts).
+pub(crate) const SECRET_NAME: &str = r"[A-Za-z0-9_.-]*(?i:secret|password|passwd|token|api[_-]?key|apikey|secret[_-]?key|private[_-]?key|access[_-]?key|auth[_-]?key|credentials?)";
+
+/// Names that end like a secret's but name no secret: pagination and
+/// progress tokens, CSRF tokens, files and URLs of tokens.
+const NOT_SECRET_NAME: &str =
+    r"(?i)(?:progress|page|next|continuation|sync|cancel|csrf|xsrf|public)[_.-]?token$";
+
+/// A value: a double-quoted string, a single-quoted one, or a bare run
+/// (`${VAR}` included) that ends, too, at an escaped line end, tab or
+/// quote (`\n` in text that holds escaped JSON).
+const VALUE: &str = r#"(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|(?P<bare>\$\{[^}\s]*\}|(?:[^\s"'`,;&()\[\]{}<>\\]|\\[^nrt"'\\])+))"#;
+
+/// [`VALUE`] after a flag: a bare value does not start with `-` (that is
+/// the next flag).
+const FLAG_VALUE: &str = r#"(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s"'`,;&()\[\]{}<>\\-](?:[^\s"'`,;&()\[\]{}<>\\]|\\[^nrt"'\\])*))"#;
+
+/// The rows of the module's table but the last two: a secret's `name` and
+/// its value, or a `token`.
+fn shapes() -> &'static [Regex] {
+    static SHAPES: OnceLock<Vec<Regex>> = OnceLock::new();
+    SHAPES.get_or_init(|| {
+        let name = format!("(?P<name>{SECRET_NAME})");
+        [
+            format!(r#"(?:^|[^A-Za-z0-9_.-])["']?{name}["']?[ \t]*(?:=|:=|=>|\?=)[ \t]*{VALUE}"#),
+            format!(r#"["']{name}["'][ \t]*:[ \t]*{VALUE}"#),
+            format!(r"(?m)^[ \t]*(?:-[ \t]+)?{name}[ \t]*:[ \t]+{VALUE}"),
+            format!(r#"(?:^|[\s"'=])--?{name}(?:=|[ \t]+){FLAG_VALUE}"#),
+            r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)".to_owned(),
+            r#"(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|token|digest|bearer)[ \t]+)?(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"#.to_owned(),
+            r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"']+:(?P<token>[^\s@/"']+)@"#.to_owned(),
+        ]
+        .iter()
+        .map(|pattern| ascii(pattern))
+        .collect()
+    })
+}
+
+fn ascii(pattern: &str) -> Regex {
+    RegexBuilder::new(pattern)
+        .unicode(false)
+        .build()
+        .expect("the shapes compile")
+}
+
+/// Whether `name` (a JSON member's, say) is a secret's name.
+pub(crate) fn is_secret_name(name: &str) -> bool {
+    static NAMES: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (secret, not) = NAMES.get_or_init(|| {
+        (
+            ascii(&format!("^(?:{SECRET_NAME})$")),
+            ascii(NOT_SECRET_NAME),
+        )
+    });
+    secret.is_match(name.as_bytes()) && !not.is_match(name.as_bytes())
+}
+
+/// Whether `text` (an object member's name, say) looks like random data:
+/// 20 characters or more of base64 (or URL-safe base64) with more entropy
+/// than 4 bits a character, or holding a run of 20 hex digits or more with
+/// more than 3, as detect-secrets' high-entropy detectors read them.
+pub(crate) fn looks_random(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    if bytes.len() < 20
+        || !bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || b"+/=_-".contains(b))
+    {
+        return false;
+    }
+    let longest_hex = bytes
+        .split(|b| !b.is_ascii_hexdigit())
+        .max_by_key(|run| run.len())
+        .unwrap_or_default();
+    (longest_hex.len() >= 20 && rules::entropy(longest_hex) > 3.0) || rules::entropy(bytes) > 4.0
+}
+
+/// Whether the string `value` of the member `name` is a secret as
+/// gitleaks reads the pair written out (`name = "value"`): its generic
+/// rule needs the name beside the value (`{"key": "sk-live-..."}`), which
+/// scanning the value alone does not give it.
+pub(crate) fn is_secret_member(name: &str, value: &str) -> bool {
+    if value.len() < 8 || !triggers(name).0 {
+        return false;
+    }
+    let pair = format!("{name} = \"{value}\"");
+    let start = name.len() + 4;
+    let mut found = Vec::new();
+    rules::find(&pair, &mut found);
+    found
+        .iter()
+        .any(|f| f.span.0 < start + value.len() && f.span.1 > start)
+}
+
+/// Whether `value` is a placeholder, not a secret (gitleaks' global
+/// allowlist: `${VAR}`, `true`, `null`, `****` ...).
+pub(crate) fn is_placeholder(value: &str) -> bool {
+    rules::globally_allowed(value.trim().as_bytes())
+}
+
+/// Words that are a program's, not a secret, as a bare value.
+const CODE_WORDS: [&[u8]; 10] = [
+    b"None",
+    b"nil",
+    b"undefined",
+    b"NULL",
+    b"self",
+    b"this",
+    b"range",
+    b"new",
+    b"await",
+    b"typeof",
+];
+
+/// Keywords that make `NAME = value` a declaration in a program, where a
+/// bare value is an expression (a secret in a program is a string).
+const DECLARATIONS: [&[u8]; 8] = [
+    b"let", b"mut", b"var", b"const", b"val", b"my", b"local", b"auto",
+];
+
+/// Whether a bare `value` at `end` of `line_before` + name is a program's
+/// expression rather than a secret: a call, a generic type or an index
+/// follows it, it is a keyword, or the name is being declared.
+fn is_code(bytes: &[u8], name_start: usize, value: (usize, usize)) -> bool {
+    let (start, end) = value;
+    if matches!(bytes.get(end), Some(b'(' | b'<' | b'[' | b'{')) {
+        return true;
+    }
+    if CODE_WORDS.contains(&&bytes[start..end]) {
+        return true;
+    }
+    let line_start = bytes[..name_start]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |p| p + 1);
+    let before = bytes[line_start..name_start].trim_ascii_end();
+    let last_word = before
+        .rsplit(|b| !b.is_ascii_alphanumeric() && *b != b'_')
+        .next()
+        .unwrap_or_default();
+    DECLARATIONS.contains(&last_word)
+}
+
+/// `text` with every secret found in it replaced, or `None` when it has
+/// none.
+pub(crate) fn redact(text: &str, emails: bool) -> Option<String> {
+    let mut found = Vec::new();
+    let (shapes, key_blocks) = triggers(text);
+    if key_blocks {
+        private_keys(text, &mut found);
+    }
+    rules::find(text, &mut found);
+    if shapes {
+        shaped(text, &mut found);
+    }
+    if emails && text.contains('@') {
+        email_addresses(text, &mut found);
+    }
+    replace(text, found)
+}
+
+/// Whether `text` has a word any of [`shapes`] needs, and a private key's
+/// start: most strings of a JSON document have neither, and are then past
+/// in one pass of an automaton instead of one per shape.
+fn triggers(text: &str) -> (bool, bool) {
+    static WORDS: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
+    // Every word of SECRET_NAME has one of the first six in it.
+    const WORDS_OF_SHAPES: [&str; 9] = [
+        "secret",
+        "passw",
+        "passwd",
+        "token",
+        "key",
+        "credential",
+        "bearer",
+        "authorization",
+        "://",
+    ];
+    let words = WORDS.get_or_init(|| {
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(WORDS_OF_SHAPES.iter().chain(&["-----begin"]))
+            .expect("the words build an automaton")
+    });
+    let (mut shapes, mut key_blocks) = (false, false);
+    for hit in words.find_iter(text) {
+        if hit.pattern().as_usize() == WORDS_OF_SHAPES.len() {
+            key_blocks = true;
+        } else {
+            shapes = true;
+        }
+        if shapes && key_blocks {
+            break;
+        }
+    }
+    (shapes, key_blocks)
+}
+
+fn shaped(text: &str, found: &mut Vec<Found>) {
+    let bytes = text.as_bytes();
+    for regex in shapes() {
+        for captures in regex.captures_iter(bytes) {
+            let (secret, name) = match captures.name("token") {
+                Some(token) => (token, None),
+                None => {
+                    let name = captures
+                        .name("name")
+                        .expect("a shape has a name or a token");
+                    let Some(value) = ["dq", "sq", "bare"].iter().find_map(|g| captures.name(g))
+                    else {
+                        continue;
+                    };
+                    (value, Some(name))
+                }
+            };
+            if secret.is_empty() || rules::globally_allowed(secret.as_bytes()) {
+                continue;
+            }
+            if let Some(name) = name {
+                let named = std::str::from_utf8(name.as_bytes()).is_ok_and(is_secret_name);
+                let bare = captures.name("bare").is_some();
+                if !named || (bare && is_code(bytes, name.start(), (secret.start(), secret.end())))
+                {
+                    continue;
+                }
+            }
+            found.push(Found::secret((secret.start(), secret.end())));
+        }
+    }
+}
+
+fn private_keys(text: &str, found: &mut Vec<Found>) {
+    static BEGIN: OnceLock<Regex> = OnceLock::new();
+    let begin =
+        BEGIN.get_or_init(|| ascii(r"(?i)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(start) = begin.find_at(bytes, from) {
+        let after = start.end();
+        let end = find(&bytes[after..], b"-----END")
+            .and_then(|at| {
+                let marker = after + at + b"-----END".len();
+                find(&bytes[marker..], b"-----").map(|close| marker + close + 5)
+            })
+            .unwrap_or(bytes.len());
+        found.push(Found {
+            span: (start.start(), end),
+            kind: Kind::PrivateKey,
+        });
+        from = end;
+    }
+}
+
+fn email_addresses(text: &str, found: &mut Vec<Found>) {
+    static EMAIL: OnceLock<Regex> = OnceLock::new();
+    let email =
+        EMAIL.get_or_init(|| ascii(r"(?i)[a-z0-9._%+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b"));
+    for m in email.find_iter(text.as_bytes()) {
+        found.push(Found {
+            span: (m.start(), m.end()),
+            kind: Kind::Email,
+        });
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// `text` with each found span (overlapping ones as one, the stronger
+/// kind's label) replaced by its label; `None` when there are none.
+fn replace(text: &str, mut found: Vec<Found>) -> Option<String> {
+    if found.is_empty() {
+        return None;
+    }
+    found.sort_unstable_by_key(|f| f.span);
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut current: Option<Found> = None;
+    let flush = |f: Found, out: &mut String, copied: &mut usize| {
+        let (start, end) = (floor(text, f.span.0), ceil(text, f.span.1));
+        let start = start.max(*copied);
+        out.push_str(&text[*copied..start]);
+        out.push_str(f.kind.label());
+        *copied = end.max(start);
+    };
+    for f in found {
+        match &mut current {
+            Some(c) if f.span.0 < c.span.1 => {
+                c.span.1 = c.span.1.max(f.span.1);
+                c.kind = c.kind.max(f.kind);
+            }
+            _ => {
+                if let Some(c) = current.take() {
+                    flush(c, &mut out, &mut copied);
+                }
+                current = Some(f);
+            }
+        }
+    }
+    if let Some(c) = current {
+        flush(c, &mut out, &mut copied);
+    }
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// The char boundary at or before `at`.
+fn floor(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The char boundary at or after `at`.
+fn ceil(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redacted(text: &str) -> String {
+        redact(text, true).unwrap_or_else(|| text.to_owned())
+    }
+
+    /// One test per row of the module's table.
+    #[test]
+    fn assignments_anywhere_on_a_line_lose_their_values() {
+        assert_eq!(
+            redacted("DB_PASSWORD=hunter2 API_TOKEN := 'abc' and x => \"q\" a_secret=\"s p\";"),
+            "DB_PASSWORD=[REDACTED] API_TOKEN := '[REDACTED]' and x => \"q\" a_secret=\"[REDACTED]\";"
+        );
+        assert_eq!(
+            redacted("TOKEN_URL=https://x max_tokens=5 PWD=/x"),
+            "TOKEN_URL=https://x max_tokens=5 PWD=/x"
+        );
+        // In escaped text, a value ends at an escaped line end.
+        assert_eq!(
+            redacted(r#""A=1\nAPI_KEY=abc\nB=2 C:\x" password=C:\pass\word"#),
+            r#""A=1\nAPI_KEY=[REDACTED]\nB=2 C:\x" password=[REDACTED]"#
+        );
+    }
+
+    #[test]
+    fn quoted_names_with_a_colon_lose_their_values() {
+        assert_eq!(
+            redacted(r#"log: {"user":"bob","password":"hunter2","n":1} {'api_key': 'k-1'}"#),
+            r#"log: {"user":"bob","password":"[REDACTED]","n":1} {'api_key': '[REDACTED]'}"#
+        );
+    }
+
+    #[test]
+    fn a_name_starting_a_line_with_a_colon_loses_its_value() {
+        assert_eq!(
+            redacted("x-api-key: abc123\n  - password: p4ss\nReset your password: use the link"),
+            "x-api-key: [REDACTED]\n  - password: [REDACTED]\nReset your password: use the link"
+        );
+    }
+
+    #[test]
+    fn command_line_flags_lose_their_values() {
+        assert_eq!(
+            redacted(
+                "deploy --api-key=k1 --password \"p w\" -token abc --token-file f --secret --verbose"
+            ),
+            "deploy --api-key=[REDACTED] --password \"[REDACTED]\" -token [REDACTED] --token-file f --secret --verbose"
+        );
+    }
+
+    #[test]
+    fn bearer_and_authorization_tokens_go() {
+        assert_eq!(
+            redacted("auth: Bearer abcdefgh12345678\nAuthorization: Basic dXNlcjpwYXNz\n"),
+            "auth: Bearer [REDACTED]\nAuthorization: Basic [REDACTED]\n"
+        );
+    }
+
+    #[test]
+    fn a_password_in_a_url_goes() {
+        assert_eq!(
+            redacted("postgres://app:s3cr3t@db:5432/x and https://example.com/a:b"),
+            "postgres://app:[REDACTED]@db:5432/x and https://example.com/a:b"
+        );
+    }
+
+    #[test]
+    fn a_private_key_block_goes_whole_and_text_around_it_stays() {
+        let key = "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\nabc\n-----END RSA PRIVATE KEY-----";
+        assert_eq!(
+            redacted(&format!("a {key} b")),
+            "a [REDACTED PRIVATE KEY] b"
+        );
+        assert_eq!(
+            redacted("x\n-----BEGIN PRIVATE KEY-----\nMIIE"),
+            "x\n[REDACTED PRIVATE KEY]"
+        );
+    }
+
+    #[test]
+    fn email_addresses_go_when_asked() {
+        assert_eq!(
+            redacted("mail <ops@example.com>."),
+            "mail <[REDACTED EMAIL]>."
+        );
+        assert_eq!(redact("ops@example.com", false), None);
+    }
+
+    #[test]
+    fn placeholders_stay() {
+        for text in [
+            "PASSWORD=${DB_PASSWORD}",
+            "token: null",
+            "api_key=true",
+            "password=\"\"",
+        ] {
+            assert_eq!(redact(text, true), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_program_s_expressions_are_not_secrets() {
+        for line in [
+            "    api_key: Option<String>,",
+            "api_key: None,",
+            "self.api_key = key.filter(|k| !k.is_empty());",
+            "let secret = prefixes",
+            "let token = std::sync::Arc::new(());",
+            "token := line[start:i]",
+            "for _, secret := range names {",
+            "TOKEN = re.compile(r\"x\")",
+            "{\"_meta\":{\"progressToken\":3}}",
+        ] {
+            assert_eq!(redact(line, true), None, "{line}");
+        }
+        // A string is a secret wherever it is declared.
+        assert_eq!(
+            redacted("const TOKEN = \"t0k3n\";"),
+            "const TOKEN = \"[REDACTED]\";"
+        );
+    }
+
+    #[test]
+    fn random_looking_text() {
+        assert!(looks_random("feefa938878f578ab36c5191a2a41fa32d6118fa"));
+        assert!(looks_random("sn0F4xxNivNFQWaOJsCippWp5cVx8+9c4en6Q5ha"));
+        assert!(looks_random("c59291cddba498268e8bfb11096d27fe-us12"));
+        for text in [
+            "a_rather_long_member_name",
+            "aaaaaaaaaaaaaaaaaaaaaaaa",
+            "short1234567",
+            "two words here and there",
+        ] {
+            assert!(!looks_random(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn names() {
+        for name in [
+            "password",
+            "DB_PASSWORD",
+            "x-api-key",
+            "client_secret",
+            "id_token",
+            "AWS_SECRET_ACCESS_KEY",
+            "apiKey",
+        ] {
+            assert!(is_secret_name(name), "{name}");
+        }
+        for name in [
+            "max_tokens",
+            "TOKEN_URL",
+            "pwd",
+            "keys",
+            "password hint",
+            "progressToken",
+            "next_page_token",
+            "csrf_token",
+        ] {
+            assert!(!is_secret_name(name), "{name}");
+        }
+    }
+}
