@@ -31,7 +31,9 @@ fn main() {
         .expect("redact-secrets loads");
     let mut stack = HookStack::new();
     stack.push_plugin(plugin.into());
-    let [log, json] = hookbox_tests::results::two_mib("ghp_0123456789ABCDEFGHIJabcdefghij012345");
+    // A planted token, for the plugin to find.
+    let token = "ghp_0123456789ABCDEFGHIJabcdefghij012345"; // gitleaks:allow
+    let [log, json] = hookbox_tests::results::two_mib(token);
     let cases = [
         (
             "2 MiB, no keyword (baseline)",
