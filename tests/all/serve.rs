@@ -1238,3 +1238,26 @@ fn no_web_page_reaches_any_route() {
     assert_eq!(status, 200);
     assert!(!body.contains("deny"), "{body}");
 }
+
+/// A session's run is found by its agent, session id and subagent id, each
+/// whole: ids that would read the same joined with `/` are two sessions.
+#[test]
+fn sessions_whose_ids_join_alike_keep_runs_of_their_own() {
+    let f = Fixture::new("serve-session-keys", ServeConfig::default());
+    let count = |session: &str, agent: Option<&str>| {
+        let mut input = json!({"session_id": session, "hook_event_name": "PreToolUse",
+                               "tool_name": "guard:count", "tool_input": {}, "tool_use_id": "t"});
+        if let Some(agent) = agent {
+            input["agent_id"] = json!(agent);
+        }
+        let (status, body) = f.json("POST", "/claude-code/hook", &input.to_string());
+        assert_eq!(status, 200, "{body}");
+        body["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{body}"))
+            .to_owned()
+    };
+    assert!(count("a/b", Some("c")).contains("scratch=1"));
+    assert!(count("a", Some("b/c")).contains("scratch=1"), "two sessions shared a run");
+    assert!(count("a/b", Some("c")).contains("scratch=2"), "a session lost its run");
+}

@@ -99,12 +99,9 @@ fn decide<P: Protocol>(
     session: &Session,
     event: &hookbox::StepEvent,
 ) -> Result<hookbox::Outcome, String> {
-    let key = format!(
-        "{}/{}/{}",
-        P::NAME,
-        session.id.as_deref().unwrap_or(""),
-        session.subagent.as_deref().unwrap_or("")
-    );
+    // Each part whole, as JSON: no two sessions share a key (`a/b` with
+    // subagent `c` is not `a` with subagent `b/c`, nor is no id an empty one).
+    let key = serde_json::json!([P::NAME, session.id, session.subagent]).to_string();
     let (live, new) = app.runs.session(
         &client,
         &key,
