@@ -1258,6 +1258,12 @@ fn sessions_whose_ids_join_alike_keep_runs_of_their_own() {
             .to_owned()
     };
     assert!(count("a/b", Some("c")).contains("scratch=1"));
-    assert!(count("a", Some("b/c")).contains("scratch=1"), "two sessions shared a run");
-    assert!(count("a/b", Some("c")).contains("scratch=2"), "a session lost its run");
+    assert!(
+        count("a", Some("b/c")).contains("scratch=1"),
+        "two sessions shared a run"
+    );
+    assert!(
+        count("a/b", Some("c")).contains("scratch=2"),
+        "a session lost its run"
+    );
 }
