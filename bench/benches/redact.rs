@@ -8,8 +8,8 @@
 use std::time::{Duration, Instant};
 
 use hookbox::{
-    HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolOutcome,
-    ToolResult,
+    HookContext, HookStack, Limits, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent,
+    ToolOutcome, ToolResult,
 };
 
 fn result(text: String) -> StepEvent {
@@ -27,7 +27,16 @@ fn result(text: String) -> StepEvent {
 fn main() {
     let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
     let bytes = std::fs::read(hookbox_tests::guests::REDACT_SECRETS).expect("the guest is built");
-    let plugin = Plugin::from_bytes(&runtime, "redact-secrets", &bytes, PluginOptions::default())
+    // Its answer is as large as the result: the answer limit is raised to
+    // 4 MiB; the deadline stays the default 100 ms.
+    let options = PluginOptions {
+        limits: Some(Limits {
+            answer_bytes: 4 << 20,
+            ..Limits::default()
+        }),
+        ..PluginOptions::default()
+    };
+    let plugin = Plugin::from_bytes(&runtime, "redact-secrets", &bytes, options)
         .expect("redact-secrets loads");
     let mut stack = HookStack::new();
     stack.push_plugin(plugin.into());

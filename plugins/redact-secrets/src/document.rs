@@ -48,10 +48,13 @@ fn document(text: &str, emails: bool, depth: usize) -> Option<Option<String>> {
     // an enum's): each is looked at once.
     let mut secret_keys: HashMap<String, bool> = HashMap::new();
     let mut secret_names: HashMap<String, bool> = HashMap::new();
+    let mut keyword_names: HashMap<String, bool> = HashMap::new();
     let mut short_values: HashMap<String, Option<String>> = HashMap::new();
     let out = map_nodes(text, |member, node| {
         let secret_named =
             member.is_some_and(|name| remembered(&mut secret_names, name, scan::is_secret_name));
+        let keyword_named = member
+            .is_some_and(|name| remembered(&mut keyword_names, name, scan::may_name_a_secret));
         let new = match node {
             Node::Key(name) => {
                 let secret = remembered(&mut secret_keys, name, |name| {
@@ -69,7 +72,9 @@ fn document(text: &str, emails: bool, depth: usize) -> Option<Option<String>> {
             Node::String(s) if secret_named => {
                 (!s.trim().is_empty() && !scan::is_placeholder(s)).then(|| "[REDACTED]".to_owned())
             }
-            Node::String(s) if member.is_some_and(|name| scan::is_secret_member(name, s)) => {
+            Node::String(s)
+                if keyword_named && member.is_some_and(|name| scan::is_secret_member(name, s)) =>
+            {
                 Some("[REDACTED]".to_owned())
             }
             Node::String(s) if s.len() <= SHORT => remembered(&mut short_values, s, |s| {

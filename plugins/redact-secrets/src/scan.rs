@@ -146,7 +146,7 @@ pub(crate) fn looks_random(text: &str) -> bool {
 /// rule needs the name beside the value (`{"key": "sk-live-..."}`), which
 /// scanning the value alone does not give it.
 pub(crate) fn is_secret_member(name: &str, value: &str) -> bool {
-    if value.len() < 8 || !triggers(name).0 {
+    if value.len() < 8 || !may_name_a_secret(name) {
         return false;
     }
     let pair = format!("{name} = \"{value}\"");
@@ -156,6 +156,12 @@ pub(crate) fn is_secret_member(name: &str, value: &str) -> bool {
     found
         .iter()
         .any(|f| f.span.0 < start + value.len() && f.span.1 > start)
+}
+
+/// Whether `name` has a word in it that a secret's name has (what
+/// [`is_secret_member`] needs before it looks further).
+pub(crate) fn may_name_a_secret(name: &str) -> bool {
+    triggers(name).0
 }
 
 /// Whether `value` is a placeholder, not a secret (gitleaks' global
