@@ -41,6 +41,22 @@ pub struct Asked<'a> {
     pub authorization: Option<&'a str>,
 }
 
+impl<'a> Asked<'a> {
+    /// The three headers as `header(name)` finds them (names in lower
+    /// case; `Err` for a value that is not visible ASCII). Such a value is
+    /// read as one no rule lets in, never as a header that is absent.
+    pub fn from_headers(
+        mut header: impl FnMut(&'static str) -> Option<Result<&'a str, ()>>,
+    ) -> Asked<'a> {
+        let mut read = |name| header(name).map(|value| value.unwrap_or("\u{fffd}"));
+        Asked {
+            host: read("host"),
+            origin: read("origin"),
+            authorization: read("authorization"),
+        }
+    }
+}
+
 /// Why a request may not come in; its text says what would let it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -335,6 +351,14 @@ mod tests {
                 .admit(&asked(None, Some("http://127.0.0.1:8787")))
                 .is_err()
         );
+    }
+
+    /// A header that is not visible ASCII is not an absent one.
+    #[test]
+    fn an_unreadable_header_is_refused_not_ignored() {
+        let asked = Asked::from_headers(|name| (name == "origin").then_some(Err(())));
+        assert_eq!(asked.host, None);
+        assert!(matches!(open().admit(&asked), Err(Refused::Origin(_))));
     }
 
     /// Row 6: with tokens, the token names the client.

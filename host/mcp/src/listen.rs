@@ -35,7 +35,7 @@ use hookbox::HookStack;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
-use hookbox_adapter::gate::{Asked, Refused};
+use hookbox_adapter::gate::{Asked, Client, Refused};
 
 use crate::message::{self, Line, id_key};
 use crate::proxy::{ProxyConfig, proxy};
@@ -194,10 +194,6 @@ pub async fn serve(
     axum::serve(listener, router).await
 }
 
-/// The client a request came from ([`Gate::admit`]).
-#[derive(Clone, Copy)]
-struct Client(usize);
-
 /// Lets in a request from no web page, to a `Host` naming this machine,
 /// that shows a token when tokens are needed, with its [`Client`].
 async fn admit(
@@ -206,14 +202,7 @@ async fn admit(
     next: axum::middleware::Next,
 ) -> Response {
     let headers = request.headers();
-    // A value that is not visible ASCII is no name nor origin the gate lets
-    // in (never read as absent).
-    let header = |name| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    let asked = Asked {
-        host: header(axum::http::header::HOST),
-        origin: header(axum::http::header::ORIGIN),
-        authorization: header(axum::http::header::AUTHORIZATION),
-    };
+    let asked = Asked::from_headers(|name| headers.get(name).map(|v| v.to_str().map_err(drop)));
     let client = match app.gate.admit(&asked) {
         Ok(client) => client,
         Err(refused @ Refused::Token { .. }) => {
@@ -232,7 +221,7 @@ async fn admit(
             return refuse(StatusCode::FORBIDDEN, None, &format!("hookbox: {refused}"));
         }
     };
-    request.extensions_mut().insert(Client(client.0));
+    request.extensions_mut().insert(client);
     next.run(request).await
 }
 

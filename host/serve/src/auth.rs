@@ -59,12 +59,5 @@ pub(crate) async fn admit(
 }
 
 fn asked(headers: &HeaderMap) -> Asked<'_> {
-    // A value that is not visible ASCII is no name nor origin the gate
-    // lets in (never read as absent).
-    let header = |name| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    Asked {
-        host: header(axum::http::header::HOST),
-        origin: header(axum::http::header::ORIGIN),
-        authorization: header(axum::http::header::AUTHORIZATION),
-    }
+    Asked::from_headers(|name| headers.get(name).map(|v| v.to_str().map_err(drop)))
 }
