@@ -73,6 +73,67 @@ fn a_guest_that_loops_forever_hits_its_deadline() {
     assert!(failure.detail.contains("deadline"), "{failure}");
 }
 
+/// The deadline counts the CPU time of the call's thread: a guest on a host
+/// whose cores are all taken gets its whole budget, however long it waits
+/// for a core.
+#[test]
+fn a_guest_on_a_busy_host_is_not_failed_closed_for_waiting_for_a_core() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let deadline = Duration::from_millis(100);
+    let timed = |guest: &Arc<Plugin>, millions: u64| {
+        let event = tool_call(&format!("worker:spin:{millions}"), "{}");
+        let started = Instant::now();
+        let outcome = once(&stack(&[guest.clone()]), &event);
+        (outcome, started.elapsed())
+    };
+    // Work that takes a quarter of the deadline on an idle core (the least
+    // of three tries: the machine may not be idle).
+    let calibrating = plugin_with(
+        hookbox_tests::guests::PUPPET,
+        &[("name", "worker")],
+        Some(patient_limits()),
+    );
+    let per_million = (0..3).map(|_| timed(&calibrating, 4).1 / 4).min().unwrap();
+    let millions = (deadline.as_secs_f64() / 4.0 / per_million.as_secs_f64()).max(1.0) as u64;
+
+    let worker = plugin_with(
+        hookbox_tests::guests::PUPPET,
+        &[("name", "worker")],
+        Some(Limits {
+            deadline,
+            ..Default::default()
+        }),
+    );
+    // Eight threads per core spinning: the guest's thread gets a small
+    // share of a core, and its work takes longer than its deadline in wall
+    // time.
+    let stop = Arc::new(AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let hogs: Vec<_> = (0..8 * cores)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::black_box(0u64);
+                }
+            })
+        })
+        .collect();
+    let calls: Vec<_> = (0..4).map(|_| timed(&worker, millions)).collect();
+    stop.store(true, Ordering::Relaxed);
+    hogs.into_iter().for_each(|h| h.join().unwrap());
+
+    for (outcome, _) in &calls {
+        assert_eq!(decided(outcome.clone()).flow, Flow::Continue);
+    }
+    let longest = calls.iter().map(|(_, took)| *took).max().unwrap();
+    assert!(
+        longest > deadline,
+        "the host was not busy enough to test anything: the longest call took {longest:?}"
+    );
+}
+
 #[test]
 fn a_guest_that_grows_memory_without_bound_hits_its_memory_limit() {
     fails_closed(patient("hog"), tool_call("hog:grow", "{}"), Cause::Memory);

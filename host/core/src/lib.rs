@@ -73,6 +73,7 @@
 
 pub mod audit;
 pub mod cache;
+mod clock;
 mod decision;
 pub mod directory;
 mod engine;

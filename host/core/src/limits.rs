@@ -9,8 +9,11 @@ use crate::error::Cause;
 /// Per-plugin limits. Every field has a safe default; override per plugin.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Wall-clock budget for one call into the guest (instantiation, or one
-    /// event). Enforced by epoch interruption.
+    /// Budget for one call into the guest (instantiation, or one event), in
+    /// the CPU time of the thread that makes the call: a guest on a busy
+    /// host is not failed closed for time it spent waiting for a core. The
+    /// call's wall time is bounded too, at ten times this. Enforced by epoch
+    /// interruption.
     pub deadline: Duration,
     /// Linear memory, in bytes, across the guest's memories.
     pub memory_bytes: usize,

@@ -163,7 +163,8 @@ impl std::fmt::Display for ConfigValue {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsEntry {
-    /// Wall-clock budget for one call into the guest, in milliseconds.
+    /// Budget for one call into the guest, in milliseconds of the calling
+    /// thread's CPU time (its wall time is bounded at ten times this).
     pub deadline_ms: Option<u64>,
     /// Linear memory across the guest's memories, in MiB.
     pub memory_mib: Option<u64>,

@@ -1,8 +1,9 @@
 //! WASM plugins: a [`Plugin`] is compiled, validated and pre-linked once; a
 //! `PluginInstance` is a fresh store and instance for one run.
 //!
-//! Every call into a guest runs under the plugin's [`Limits`]: an epoch
-//! deadline, a resource limiter on memory and tables, and a cap on the bytes
+//! Every call into a guest runs under the plugin's [`Limits`]: a deadline
+//! on the epoch (counting the calling thread's CPU time, see
+//! [`crate::clock`]), a resource limiter on memory and tables, and a cap on the bytes
 //! the host copies out of the guest (wasmtime's hostcall fuel, plus a check of
 //! the lifted answer). Any failure is classified into a typed
 //! [`FailClosed`] naming the plugin and the cause; the instance is then
@@ -15,6 +16,7 @@ use std::sync::Arc;
 use wasmtime::component::{Component, ComponentExportIndex, Func, InstancePre, TypedFunc};
 use wasmtime::{Store, Trap};
 
+use crate::clock::{CallClock, Deadline};
 use crate::engine::Runtime;
 use crate::error::{Cause, FailClosed, LoadError, LoadPhase};
 use crate::event::{EventKind, EventKinds, HookContext, StepEvent};
@@ -236,7 +238,7 @@ impl Plugin {
                     ),
             )
         })?;
-        store.set_epoch_deadline(plugin.deadline_ticks);
+        plugin.arm(store);
         let (kinds,) = subscriptions.call(&mut *store, ()).map_err(|e| {
             let failure = classify(&plugin.name, &plugin.limits, Cause::Trap, e);
             load_error(
@@ -301,13 +303,29 @@ impl Plugin {
             })?;
         let mut store = Store::new(self.runtime.engine(), state);
         store.limiter(|state| state.limiter());
-        store.epoch_deadline_trap();
+        match self.runtime.config().epoch_tick {
+            // A manual epoch (tests) counts ticks, nothing else.
+            None => store.epoch_deadline_trap(),
+            Some(tick) => {
+                let deadline = Deadline {
+                    budget: self.limits.deadline,
+                    tick,
+                };
+                store.epoch_deadline_callback(move |store| deadline.check(&store.data().call));
+            }
+        }
         store.set_hostcall_fuel(self.limits.answer_bytes);
-        store.set_epoch_deadline(self.deadline_ticks);
+        self.arm(&mut store);
         match self.pre.instantiate(&mut store) {
             Ok(instance) => Ok(PluginInstance { store, instance }),
             Err(e) => Err(classify(&self.name, &self.limits, Cause::Load, e)),
         }
+    }
+
+    /// Starts the deadline of one call into the guest, from now.
+    fn arm(&self, store: &mut Store<PluginState>) {
+        store.data_mut().call = CallClock::start();
+        store.set_epoch_deadline(self.deadline_ticks);
     }
 
     /// Calls `on-event` on `instance`, under the plugin's limits.
@@ -331,7 +349,7 @@ impl Plugin {
         // SAFETY: `Plugin::from_bytes` type-checked `on-event` of this very
         // component against exactly these parameter and result types.
         let on_event: OnEvent<'_> = unsafe { TypedFunc::new_unchecked(func) };
-        store.set_epoch_deadline(self.deadline_ticks);
+        self.arm(store);
         let result = on_event.call(&mut *store, (ctx, event));
         if store.data_mut().drain_output() {
             return Err(FailClosed::new(

@@ -90,9 +90,17 @@ fn run(command: &str) -> Flow {
             let scratch = scratchpad::increment("count", 1);
             Flow::Skip(format!("global={global} scratch={scratch}"))
         }
-        _ => match command.strip_prefix("flow:") {
-            Some(flow) => parse_flow(flow),
-            None => Flow::Terminate(format!("puppet: unknown command `{command}`")),
+        _ => match command.split_once(':') {
+            Some(("flow", flow)) => parse_flow(flow),
+            // `spin:N`: N million steps of busy work, then continue.
+            Some(("spin", millions)) => {
+                let steps = millions.parse::<u64>().unwrap_or(0) * 1_000_000;
+                for _ in 0..steps {
+                    black_box(CALLS.fetch_add(0, Ordering::Relaxed));
+                }
+                Flow::Continue
+            }
+            _ => Flow::Terminate(format!("puppet: unknown command `{command}`")),
         },
     }
 }
