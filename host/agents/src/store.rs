@@ -7,9 +7,17 @@
 //! write, named by a hash of the agent, session and subagent ids (an id
 //! never becomes a path). A call holds the file's lock from reading it to
 //! writing it back, so concurrent hook processes of one session take turns
-//! and never lose each other's updates. A file untouched for longer than
-//! the store's age limit is an ended session: it reads as empty and is
-//! removed; so is a file past the size limit.
+//! and never lose each other's updates. A save writes a new file and renames
+//! it over the old one, so the state on disk is always a whole one; a lock
+//! is only taken as held once the path still names the file it locked. A
+//! file untouched for longer than the store's age limit is an ended
+//! session: it reads as empty, and is removed under its lock.
+//!
+//! There is no size limit here: what a session keeps is bounded where the
+//! guests write it, by each plugin's scratchpad quota, which counts an
+//! entry as this file stores it (JSON-escaped). A write past the quota
+//! fails that guest closed, naming it and `limit`; a state is never cut to
+//! fit.
 
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -40,7 +48,6 @@ pub struct StoreError {
 pub struct SessionStore {
     dir: PathBuf,
     max_age: Duration,
-    max_bytes: u64,
 }
 
 /// One session's state, locked until dropped.
@@ -48,7 +55,8 @@ pub struct SessionStore {
 pub struct SessionLock {
     file: File,
     path: PathBuf,
-    max_bytes: u64,
+    /// Untouched past the age limit: an ended session, read as empty.
+    ended: bool,
     /// The file's bytes as [`SessionLock::load`] read them: a save of the
     /// same state only marks the session used.
     read: Option<Vec<u8>>,
@@ -57,8 +65,6 @@ pub struct SessionLock {
 impl SessionStore {
     /// Sessions idle longer than this are over.
     pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
-    /// The largest state kept for a session.
-    pub const DEFAULT_MAX_BYTES: u64 = 8 << 20;
 
     /// The default directory: `$HOOKBOX_STATE_DIR`, else
     /// `$XDG_STATE_HOME/hookbox/sessions`, else
@@ -76,7 +82,7 @@ impl SessionStore {
     }
 
     /// Opens (creating it if needed) the store at `dir`, with the default
-    /// limits, and removes the state of sessions over the age limit.
+    /// age limit, and removes the state of sessions over it.
     ///
     /// # Errors
     /// [`StoreError`] when the directory cannot be made, or others could
@@ -85,7 +91,6 @@ impl SessionStore {
         let store = SessionStore {
             dir: dir.to_path_buf(),
             max_age: Self::DEFAULT_MAX_AGE,
-            max_bytes: Self::DEFAULT_MAX_BYTES,
         };
         std::fs::create_dir_all(dir).map_err(|e| store.error(dir, e))?;
         os::check_private_dir(dir).map_err(|reason| StoreError {
@@ -96,10 +101,9 @@ impl SessionStore {
         Ok(store)
     }
 
-    /// The same store with other limits.
-    pub fn with_limits(mut self, max_age: Duration, max_bytes: u64) -> SessionStore {
+    /// The same store with another age limit.
+    pub fn with_max_age(mut self, max_age: Duration) -> SessionStore {
         self.max_age = max_age;
-        self.max_bytes = max_bytes;
         self
     }
 
@@ -123,15 +127,20 @@ impl SessionStore {
             .map(|b| format!("{b:02x}"))
             .collect();
         let path = self.dir.join(format!("{name}.json"));
-        let file = os::open_private(&path).map_err(|e| self.error(&path, e))?;
-        os::lock(&file).map_err(|e| self.error(&path, e))?;
-        if self.is_stale(&file) {
-            file.set_len(0).map_err(|e| self.error(&path, e))?;
-        }
+        // The file locked may have been replaced (a save) or removed (a
+        // prune) while this call waited for it: then lock the one the path
+        // names now.
+        let file = loop {
+            let file = os::open_private(&path).map_err(|e| self.error(&path, e))?;
+            os::lock(&file).map_err(|e| self.error(&path, e))?;
+            if os::names(&path, &file) {
+                break file;
+            }
+        };
         Ok(SessionLock {
+            ended: self.is_stale(&file),
             file,
             path,
-            max_bytes: self.max_bytes,
             read: None,
         })
     }
@@ -144,20 +153,41 @@ impl SessionStore {
             .is_some_and(|age| age > self.max_age)
     }
 
-    /// Removes the files of sessions over the age limit.
+    /// Removes the files of sessions over the age limit: each under its
+    /// lock, and only if it is still over the limit once locked (a call of
+    /// the session holding it goes on with it). Also a save's leftover
+    /// (a process that died between writing and renaming).
     fn prune(&self) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return;
         };
         for entry in entries.flatten() {
-            let old = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok()
-                .and_then(|modified| SystemTime::now().duration_since(modified).ok())
-                .is_some_and(|age| age > self.max_age);
-            if old && entry.file_name().to_string_lossy().ends_with(".json") {
-                let _ = std::fs::remove_file(entry.path());
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.contains(".json.saving-") {
+                if entry.metadata().is_ok_and(|m| {
+                    m.modified()
+                        .ok()
+                        .and_then(|t| SystemTime::now().duration_since(t).ok())
+                        .is_some_and(|age| age > self.max_age)
+                }) {
+                    let _ = std::fs::remove_file(&path);
+                }
+                continue;
+            }
+            if !name.ends_with(".json") {
+                continue;
+            }
+            let Ok(file) = File::open(&path) else {
+                continue;
+            };
+            if self.is_stale(&file)
+                && os::try_lock(&file)
+                && os::names(&path, &file)
+                && self.is_stale(&file)
+            {
+                let _ = std::fs::remove_file(&path);
             }
         }
     }
@@ -175,10 +205,13 @@ impl SessionLock {
     /// an ended one, or a file that does not parse.
     pub fn load(&mut self) -> Scratchpads {
         let mut bytes = Vec::new();
-        let read = self
-            .file
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| (&self.file).take(self.max_bytes).read_to_end(&mut bytes));
+        let read = if self.ended {
+            Ok(0)
+        } else {
+            self.file
+                .seek(SeekFrom::Start(0))
+                .and_then(|_| self.file.read_to_end(&mut bytes))
+        };
         // Kept as read (text only), for `save` to compare with.
         self.read = (read.is_ok() && std::str::from_utf8(&bytes).is_ok()).then_some(bytes);
         match self.read.as_deref() {
@@ -190,43 +223,53 @@ impl SessionLock {
         }
     }
 
-    /// Replaces the session's state with `state`. A state the file holds
+    /// Replaces the session's state with `state`: written whole to a new
+    /// file, flushed, and renamed over the old one, so a call that fails
+    /// half-way leaves the last state as it was. A state the file holds
     /// already (what [`SessionLock::load`] read, as most hook calls leave
     /// it) is not written again: the file is only marked used, so the
     /// session does not age out, and no `fdatasync` is paid.
     ///
     /// # Errors
-    /// [`StoreError`] when it cannot be written, or is larger than the
-    /// store's size limit (the file is then emptied).
+    /// [`StoreError`] when it cannot be written; the last state is then
+    /// kept.
     pub fn save(&mut self, state: &Scratchpads) -> Result<(), StoreError> {
         let text = serde_json::to_vec(state).unwrap_or_default();
-        let error = |reason: String| StoreError {
-            path: self.path.clone(),
-            reason,
-        };
         // Where the mark cannot be set, the state is written as before.
         if self.read.as_deref() == Some(text.as_slice())
             && self.file.set_modified(SystemTime::now()).is_ok()
         {
             return Ok(());
         }
-        // Until the write is through, the file holds neither.
-        self.read = None;
-        self.file.set_len(0).map_err(|e| error(e.to_string()))?;
-        if text.len() as u64 > self.max_bytes {
-            return Err(error(format!(
-                "{} bytes of state, past the limit of {}",
-                text.len(),
-                self.max_bytes
-            )));
+        let error = |e: std::io::Error| StoreError {
+            path: self.path.clone(),
+            reason: e.to_string(),
+        };
+        let mut saving = self.path.clone().into_os_string();
+        saving.push(format!(".saving-{}", std::process::id()));
+        let saving = PathBuf::from(saving);
+        let _ = std::fs::remove_file(&saving);
+        let written = os::create_private(&saving).and_then(|mut file| {
+            file.write_all(&text)?;
+            file.sync_data()?;
+            // Locked before it takes the path: a call that opens it next
+            // waits for this one.
+            os::lock(&file)?;
+            std::fs::rename(&saving, &self.path)?;
+            Ok(file)
+        });
+        match written {
+            Ok(file) => {
+                self.file = file;
+                self.ended = false;
+                self.read = Some(text);
+                Ok(())
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&saving);
+                Err(error(e))
+            }
         }
-        self.file
-            .seek(SeekFrom::Start(0))
-            .and_then(|_| self.file.write_all(&text))
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| error(e.to_string()))?;
-        self.read = Some(text);
-        Ok(())
     }
 }
 
@@ -263,6 +306,32 @@ mod os {
             .open(path)
     }
 
+    /// A new file only its owner can read or write; an existing one is an
+    /// error.
+    pub fn create_private(path: &Path) -> std::io::Result<File> {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    }
+
+    /// Whether `path` still names `file` (not a file renamed over it, nor
+    /// nothing, since it was opened).
+    pub fn names(path: &Path, file: &File) -> bool {
+        match (std::fs::symlink_metadata(path), file.metadata()) {
+            (Ok(named), Ok(open)) => named.dev() == open.dev() && named.ino() == open.ino(),
+            _ => false,
+        }
+    }
+
+    /// An exclusive lock on `file` if no one holds one now.
+    pub fn try_lock(file: &File) -> bool {
+        // SAFETY: the descriptor is open for the duration of the call.
+        unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+    }
+
     /// An exclusive lock on `file`, released when it is closed.
     pub fn lock(file: &File) -> std::io::Result<()> {
         loop {
@@ -289,6 +358,18 @@ mod os {
 
     pub fn open_private(_: &Path) -> std::io::Result<File> {
         Err(std::io::Error::other("no session state on this system"))
+    }
+
+    pub fn create_private(_: &Path) -> std::io::Result<File> {
+        Err(std::io::Error::other("no session state on this system"))
+    }
+
+    pub fn names(_: &Path, _: &File) -> bool {
+        false
+    }
+
+    pub fn try_lock(_: &File) -> bool {
+        false
     }
 
     pub fn lock(_: &File) -> std::io::Result<()> {
@@ -381,35 +462,67 @@ mod tests {
     }
 
     #[test]
-    fn an_old_session_reads_as_new_and_a_state_past_the_limit_is_refused() {
-        let store = SessionStore::open(&scratch("limits"))
+    fn an_old_session_reads_as_new() {
+        let store = SessionStore::open(&scratch("ended"))
             .unwrap()
-            .with_limits(Duration::ZERO, 64);
+            .with_max_age(Duration::ZERO);
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
         lock.save(&state("1")).unwrap();
         drop(lock);
         std::thread::sleep(Duration::from_millis(20));
-        assert!(
-            store
-                .lock("claude-code", &session("s"))
-                .unwrap()
-                .load()
-                .is_empty()
-        );
+        let mut lock = store.lock("claude-code", &session("s")).unwrap();
+        assert!(lock.load().is_empty());
+        lock.save(&state("2")).unwrap();
+        drop(lock);
+        assert_eq!(files(&store), 1, "one file per session, no leftovers");
+    }
+
+    #[test]
+    fn a_state_is_kept_whole_however_large() {
+        let store = SessionStore::open(&scratch("large")).unwrap();
         let big = BTreeMap::from([(
             "p".to_owned(),
-            BTreeMap::from([("k".to_owned(), "x".repeat(100))]),
+            BTreeMap::from([("k".to_owned(), "\u{1}\"".repeat(1 << 20))]),
         )]);
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
-        assert!(lock.save(&big).is_err());
-        assert!(lock.load().is_empty(), "nothing half-written is kept");
+        lock.save(&big).unwrap();
+        drop(lock);
+        assert_eq!(
+            store.lock("claude-code", &session("s")).unwrap().load(),
+            big
+        );
+    }
+
+    #[test]
+    fn a_prune_leaves_a_session_a_call_holds_alone() {
+        let dir = scratch("prune");
+        let store = SessionStore::open(&dir).unwrap();
+        let mut lock = store.lock("claude-code", &session("s")).unwrap();
+        lock.save(&state("1")).unwrap();
+        drop(lock);
+        std::thread::sleep(Duration::from_millis(20));
+        // The session is past the age limit of the store below; a call of
+        // it holds its file while another process opens that store.
+        let held = store.lock("claude-code", &session("s")).unwrap();
+        let pruning = SessionStore::open(&dir)
+            .unwrap()
+            .with_max_age(Duration::ZERO);
+        pruning.prune();
+        assert_eq!(files(&store), 1, "a held session's file is not removed");
+        drop(held);
+        pruning.prune();
+        assert_eq!(files(&store), 0, "an idle, ended one is");
+    }
+
+    fn files(store: &SessionStore) -> usize {
+        std::fs::read_dir(&store.dir).unwrap().flatten().count()
     }
 
     #[test]
     fn a_call_that_leaves_the_state_as_it_was_keeps_the_session_alive_without_rewriting_it() {
         let store = SessionStore::open(&scratch("unchanged"))
             .unwrap()
-            .with_limits(Duration::from_secs(2), 1 << 20);
+            .with_max_age(Duration::from_secs(2));
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
         lock.load();
         lock.save(&state("1")).unwrap();

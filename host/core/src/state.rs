@@ -13,6 +13,7 @@ use wasmtime_wasi::{
     HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView,
 };
 
+use crate::clock::CallClock;
 use crate::limits::{Counts, Limiter, Limits};
 
 /// What a scratchpad entry costs beyond its key and value: the host's own
@@ -20,9 +21,28 @@ use crate::limits::{Counts, Limiter, Limits};
 /// memory than the quota says.
 pub(crate) const SCRATCHPAD_ENTRY_COST: usize = 64;
 
-/// What an entry counts against the scratchpad quota.
+/// What an entry counts against the scratchpad quota: its key and value as
+/// a session store writes them (JSON strings, escapes and quotes counted),
+/// and its bookkeeping. The quota is then the one bound on what a plugin
+/// keeps, in memory and on disk alike: a session store never holds more
+/// than its plugins' quotas allowed them to write.
 pub(crate) fn entry_cost(key: &str, value: &str) -> usize {
-    key.len() + value.len() + SCRATCHPAD_ENTRY_COST
+    stored_len(key) + stored_len(value) + SCRATCHPAD_ENTRY_COST
+}
+
+/// The bytes `text` takes as a JSON string, quotes included, as serde_json
+/// writes it: `"` and `\` and the five short escapes take two bytes, the
+/// other control characters six (`\u0001`).
+fn stored_len(text: &str) -> usize {
+    let escaped: usize = text
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | b'\n' | b'\r' | b'\t' | 0x08 | 0x0c => 2,
+            0..=0x1f => 6,
+            _ => 1,
+        })
+        .sum();
+    escaped + 2
 }
 
 /// What a log line costs beyond its text: an empty message is not free.
@@ -60,6 +80,9 @@ pub(crate) struct PluginState {
     pub(crate) log_used: usize,
     pub(crate) log_limit: usize,
     pub(crate) log_message_bytes: usize,
+    /// When the call into the guest now running began (its deadline's
+    /// clock).
+    pub(crate) call: CallClock,
     /// Built on first use: guests without WASI imports never pay for it.
     wasi: Option<Box<WasiState>>,
 }
@@ -125,6 +148,7 @@ impl PluginState {
             log_used: 0,
             log_limit: limits.log_bytes_per_run,
             log_message_bytes: limits.log_message_bytes,
+            call: CallClock::start(),
             wasi: None,
         })
     }
@@ -212,5 +236,31 @@ impl WasiView for PluginState {
             ctx: &mut wasi.ctx,
             table: &mut wasi.table,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_costs_what_serde_json_writes_of_it() {
+        let every_byte: String = (0u8..0x80).map(char::from).collect();
+        for text in [
+            "",
+            "plain",
+            "\"\\",
+            "\u{1}\u{1f}\u{7f}",
+            "é→😀",
+            &every_byte,
+        ] {
+            let written = serde_json::to_string(text).unwrap().len();
+            assert_eq!(stored_len(text), written, "{text:?}");
+        }
+        // A session store writes `"key":"value"` and a comma: well within
+        // the entry's bookkeeping.
+        let pad = BTreeMap::from([("k\n".to_owned(), "\u{1}".to_owned())]);
+        let written = serde_json::to_string(&pad).unwrap().len();
+        assert!(written <= entry_cost("k\n", "\u{1}"));
     }
 }
