@@ -49,7 +49,7 @@ pub struct HookInput {
     /// The session.
     #[serde(default)]
     pub session_id: Option<String>,
-    /// The working directory (the session's stand-in when there is no id).
+    /// The working directory.
     #[serde(default)]
     pub cwd: Option<String>,
     /// Tool events: the tool (`bash`, `view`, `edit`, ...).
@@ -137,10 +137,10 @@ impl Protocol for Copilot {
 
     fn session(input: &HookInput) -> Session {
         Session {
-            id: input
-                .session_id
-                .clone()
-                .or_else(|| input.cwd.as_ref().map(|cwd| format!("cwd:{cwd}"))),
+            // No stand-in when the input names none: every session in a
+            // directory would share one state. `hookbox hook --session`
+            // names the session explicitly.
+            id: input.session_id.clone(),
             subagent: None,
         }
     }

@@ -15,7 +15,8 @@ use crate::{Agent, HookArgs, hook_config, terminal};
 /// The most bytes of hook input read (a large `Write` is a few MiB).
 const INPUT_LIMIT: usize = 64 << 20;
 
-pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options, event: Option<&str>) -> ExitCode {
+pub(crate) fn run<P: Protocol>(args: &HookArgs, options: &Options) -> ExitCode {
+    let event = args.event.as_deref();
     let mut input = Vec::new();
     let read = std::io::stdin()
         .lock()
@@ -35,7 +36,7 @@ pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options, event: Option<&str
                 input = P::name_event(&input, event);
             }
             handle::<P>(&input, options, |session, event| {
-                decide::<P>(dir, session, event)
+                decide::<P>(&args.dir, scoped(session, args.session.as_deref()).as_ref(), event)
             })
         }
     };
@@ -48,11 +49,25 @@ pub(crate) fn run<P: Protocol>(dir: &Path, options: &Options, event: Option<&str
     ExitCode::from(reply.exit_code)
 }
 
+/// The session a call belongs to: the input's own, else the one `--session`
+/// names, else none (a call whose state nobody shares).
+fn scoped(session: &Session, named: Option<&str>) -> Option<Session> {
+    match (&session.id, named) {
+        (Some(_), _) => Some(session.clone()),
+        (None, Some(name)) => Some(Session {
+            id: Some(name.to_owned()),
+            ..session.clone()
+        }),
+        (None, None) => None,
+    }
+}
+
 /// The plugin directory's answer for the session, its state carried over
-/// from the session's earlier hook calls.
+/// from the session's earlier hook calls. With no session, a run of its
+/// own that starts empty and is kept nowhere.
 fn decide<P: Protocol>(
     dir: &Path,
-    session: &Session,
+    session: Option<&Session>,
     event: &StepEvent,
 ) -> Result<Outcome, String> {
     // One process, one event: a pool sized for a thousand runs costs more to
@@ -63,11 +78,18 @@ fn decide<P: Protocol>(
     })
     .map_err(|e| format!("{e:#}"))?;
     let loaded = hookbox::directory::load(&runtime, dir).map_err(|e| e.to_string())?;
-    let store_dir = SessionStore::default_dir()
-        .ok_or("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
-    let store = SessionStore::open(&store_dir).map_err(|e| e.to_string())?;
-    let mut state = store.lock(P::NAME, session).map_err(|e| e.to_string())?;
-    let run_id = session.id.clone().unwrap_or_else(|| P::NAME.to_owned());
+    let mut state = match session {
+        Some(session) => {
+            let store_dir = SessionStore::default_dir()
+                .ok_or("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
+            let store = SessionStore::open(&store_dir).map_err(|e| e.to_string())?;
+            Some(store.lock(P::NAME, session).map_err(|e| e.to_string())?)
+        }
+        None => None,
+    };
+    let run_id = session
+        .and_then(|session| session.id.clone())
+        .unwrap_or_else(|| P::NAME.to_owned());
     let span = tracing::info_span!(
         "hookbox.run",
         otel.name = "hookbox.run",
@@ -76,9 +98,13 @@ fn decide<P: Protocol>(
         hookbox.surface = P::NAME,
     );
     let mut run = loaded.stack.start_run(run_id);
-    run.restore_scratchpads(state.load());
+    if let Some(state) = &mut state {
+        run.restore_scratchpads(state.load());
+    }
     let outcome = span.in_scope(|| run.step(event));
-    state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
+    if let Some(state) = &mut state {
+        state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
+    }
     Ok(outcome)
 }
 
@@ -104,16 +130,14 @@ pub(crate) fn answer(agent: Agent, args: &HookArgs) -> ExitCode {
     let options = hookbox_agents::Options {
         rewrites_grant: args.allow_rewrites,
     };
-    let event = args.event.as_deref();
-    let dir = &args.dir;
     match agent {
-        Agent::ClaudeCode => run::<hookbox_agents::claude_code::ClaudeCode>(dir, &options, event),
-        Agent::Codex => run::<hookbox_agents::codex::Codex>(dir, &options, event),
-        Agent::Gemini => run::<hookbox_agents::gemini::Gemini>(dir, &options, event),
-        Agent::Cursor => run::<hookbox_agents::cursor::Cursor>(dir, &options, event),
-        Agent::Copilot => run::<hookbox_agents::copilot::Copilot>(dir, &options, event),
-        Agent::Cline => run::<hookbox_agents::cline::Cline>(dir, &options, event),
-        Agent::Windsurf => run::<hookbox_agents::windsurf::Windsurf>(dir, &options, event),
-        Agent::Opencode => run::<hookbox_agents::opencode::OpenCode>(dir, &options, event),
+        Agent::ClaudeCode => run::<hookbox_agents::claude_code::ClaudeCode>(args, &options),
+        Agent::Codex => run::<hookbox_agents::codex::Codex>(args, &options),
+        Agent::Gemini => run::<hookbox_agents::gemini::Gemini>(args, &options),
+        Agent::Cursor => run::<hookbox_agents::cursor::Cursor>(args, &options),
+        Agent::Copilot => run::<hookbox_agents::copilot::Copilot>(args, &options),
+        Agent::Cline => run::<hookbox_agents::cline::Cline>(args, &options),
+        Agent::Windsurf => run::<hookbox_agents::windsurf::Windsurf>(args, &options),
+        Agent::Opencode => run::<hookbox_agents::opencode::OpenCode>(args, &options),
     }
 }

@@ -84,6 +84,12 @@ struct HookArgs {
     /// `postToolUse`).
     #[arg(long)]
     event: Option<String>,
+    /// The session this hook call belongs to, for agents whose input names
+    /// none (Copilot): calls naming the same session share the plugins'
+    /// state. Without it, such a call starts from nothing and keeps
+    /// nothing; an input's own session id always wins.
+    #[arg(long, env = "HOOKBOX_SESSION", value_name = "NAME")]
+    session: Option<String>,
     /// Print the agent's hook configuration for this command (on stdout)
     /// and what the agent needs before it runs it (on stderr: Codex's
     /// trust review) instead of answering a hook. Claude Code, Codex and

@@ -259,6 +259,59 @@ fn a_budget_spans_the_hook_processes_of_one_session_and_no_other() {
     assert_eq!(call("s1", Some("sub-1")), "allowed", "so has a subagent");
 }
 
+/// Copilot's input names no session: calls in one directory share state
+/// only when `--session` (or `HOOKBOX_SESSION`) names the same session.
+#[test]
+fn a_copilot_call_shares_state_only_with_the_session_it_names() {
+    let dir = scratch(
+        "copilot-session",
+        "[[plugin]]\nfile = \"call-budget.wasm\"\n[plugin.config]\nmax_calls = \"1\"\n",
+        &[("call-budget", guests::CALL_BUDGET)],
+    );
+    let input = serde_json::json!({
+        "timestamp": 1_764_000_000_000_u64, "cwd": "/work",
+        "toolName": "bash", "toolArgs": "{\"command\":\"ls\"}",
+    })
+    .to_string();
+    let call = |session: Option<&str>, env: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+        command
+            .args(["hook", "copilot", "--event", "preToolUse", "--plugins"])
+            .arg(&dir)
+            .env_remove("HOOKBOX_SESSION");
+        if let Some(session) = session {
+            command.args(["--session", session]);
+        }
+        if let Some(env) = env {
+            command.env("HOOKBOX_SESSION", env);
+        }
+        let out = run_hook(command, &dir, input.as_bytes());
+        let answer = String::from_utf8_lossy(&out.stdout);
+        if answer.contains("\"deny\"") {
+            assert_eq!(out.status.code(), Some(2), "{answer}");
+            "deny"
+        } else {
+            assert_eq!(out.status.code(), Some(0), "{answer}");
+            "allowed"
+        }
+    };
+    assert_eq!(call(None, None), "allowed");
+    assert_eq!(
+        call(None, None),
+        "allowed",
+        "calls naming no session share no state, even in one directory"
+    );
+    assert_eq!(call(Some("a"), None), "allowed");
+    assert_eq!(call(Some("a"), None), "deny", "session a is over budget");
+    assert_eq!(call(None, Some("b")), "allowed", "session b has its own");
+    assert_eq!(
+        call(Some("b"), None),
+        "deny",
+        "the flag and the variable name the same session"
+    );
+    assert_eq!(call(Some("c"), Some("b")), "allowed", "the flag wins");
+}
+
 #[test]
 fn a_secret_in_a_tool_response_never_reaches_the_answer() {
     let data = data().join("claude-code");

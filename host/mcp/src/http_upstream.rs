@@ -11,7 +11,14 @@
 //! ended with `DELETE`. A request the server refuses (an HTTP error, or no
 //! answer at all) is answered to the proxy with a JSON-RPC error for its
 //! id: a call is never left waiting.
+//!
+//! Nothing the server sends is buffered without a bound: a JSON body, one
+//! line of an event stream and one event's data are each held to the
+//! proxy's line limit. A server that goes past it breaks the protocol: the
+//! request is answered with an error, and the session ends, so every call
+//! still waiting is answered too ([`crate::proxy`]).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
@@ -48,12 +55,15 @@ pub fn connect(
     let (proxy_read, proxy_write) = tokio::io::split(proxy_end);
     let (adapter_read, adapter_write) = tokio::io::split(adapter_end);
     let (lines, receive) = mpsc::channel::<String>(256);
-    tokio::spawn(write_lines(receive, adapter_write));
+    let ended = Arc::new(Ended::default());
+    tokio::spawn(write_lines(receive, ended.clone(), adapter_write));
     let upstream = Upstream {
         http,
         url: url.to_owned(),
         headers: Arc::new(Mutex::new(SessionHeaders::default())),
         lines,
+        ended,
+        max_bytes: max_line_bytes,
     };
     tokio::spawn(upstream.run(LineReader::new(
         BufReader::new(adapter_read),
@@ -63,9 +73,20 @@ pub fn connect(
 }
 
 /// Writes each line it is sent, in order; ends (closing the proxy's view of
-/// the server) when every sender is gone.
-async fn write_lines(mut receive: mpsc::Receiver<String>, mut out: impl AsyncWrite + Unpin) {
-    while let Some(mut line) = receive.recv().await {
+/// the server) when every sender is gone or the session has [`Ended`],
+/// after the lines already sent.
+async fn write_lines(
+    mut receive: mpsc::Receiver<String>,
+    ended: Arc<Ended>,
+    mut out: impl AsyncWrite + Unpin,
+) {
+    loop {
+        let line = tokio::select! {
+            biased;
+            line = receive.recv() => line,
+            () = ended.wake.notified() => None,
+        };
+        let Some(mut line) = line else { break };
         line.push('\n');
         if out.write_all(line.as_bytes()).await.is_err() {
             return;
@@ -74,12 +95,25 @@ async fn write_lines(mut receive: mpsc::Receiver<String>, mut out: impl AsyncWri
     let _ = out.shutdown().await;
 }
 
+/// The session is over on hookbox's side: the server broke a bound.
+#[derive(Default)]
+struct Ended {
+    yes: AtomicBool,
+    wake: tokio::sync::Notify,
+}
+
+/// The most of an HTTP error's body quoted in the refusal.
+const ERROR_BODY_SHOWN: usize = 200;
+
 #[derive(Clone)]
 struct Upstream {
     http: reqwest::Client,
     url: String,
     headers: Arc<Mutex<SessionHeaders>>,
     lines: mpsc::Sender<String>,
+    ended: Arc<Ended>,
+    /// The most bytes of one message (a body, an event) held.
+    max_bytes: usize,
 }
 
 impl Upstream {
@@ -173,8 +207,13 @@ impl Upstream {
         }
         let status = response.status();
         if !status.is_success() {
-            let body = response.text().await.unwrap_or_default();
-            let shown: String = body.chars().take(200).collect();
+            let body = match read_bounded(response, ERROR_BODY_SHOWN * 4).await {
+                Ok(body) | Err(Overflow(body)) => body,
+            };
+            let shown: String = String::from_utf8_lossy(&body)
+                .chars()
+                .take(ERROR_BODY_SHOWN)
+                .collect();
             return self
                 .refuse(
                     id,
@@ -182,40 +221,65 @@ impl Upstream {
                 )
                 .await;
         }
-        let answered = self.read_answer(response, initialize).await;
-        if !answered && id.is_some() {
-            self.refuse(id, "the MCP server's HTTP answer held no response")
+        match self.read_answer(response, initialize).await {
+            Ok(true) => {}
+            Ok(false) if id.is_none() => {}
+            Ok(false) => {
+                self.refuse(id, "the MCP server's HTTP answer held no response")
+                    .await;
+            }
+            Err(Overflow(_)) => {
+                self.refuse(
+                    id,
+                    &format!(
+                        "the MCP server's answer went past {} bytes, the most hookbox holds of one message; the session is ended",
+                        self.max_bytes
+                    ),
+                )
                 .await;
+                self.end();
+            }
         }
+    }
+
+    /// Ends the session from hookbox's side: nothing more of the server's
+    /// is forwarded, and the proxy reads the server as gone.
+    fn end(&self) {
+        self.ended.yes.store(true, Ordering::SeqCst);
+        self.ended.wake.notify_one();
     }
 
     /// Reads a JSON or event-stream answer into lines; whether it held a
     /// message.
-    async fn read_answer(&self, response: reqwest::Response, initialize: bool) -> bool {
+    async fn read_answer(
+        &self,
+        response: reqwest::Response,
+        initialize: bool,
+    ) -> Result<bool, Overflow> {
         let event_stream = response
             .headers()
             .get("content-type")
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if !event_stream {
-            return match response.text().await {
-                Ok(body) if !body.trim().is_empty() => {
-                    self.learn(&body, initialize);
-                    self.forward(&body).await
-                }
-                _ => false,
-            };
+            let body = read_bounded(response, self.max_bytes).await?;
+            let body = String::from_utf8_lossy(&body);
+            if body.trim().is_empty() {
+                return Ok(false);
+            }
+            self.learn(&body, initialize);
+            return Ok(self.forward(&body).await);
         }
         let mut any = false;
-        let mut events = EventStream::default();
+        let mut events = EventStream::new(self.max_bytes);
         let mut body = response.bytes_stream();
         while let Some(Ok(chunk)) = body.next().await {
-            for data in events.feed(&chunk) {
+            for data in events.feed(&chunk)? {
                 self.learn(&data, initialize);
                 any |= self.forward(&data).await;
             }
         }
-        any
+        Ok(any)
     }
 
     /// Notes the protocol version the server answered `initialize` with.
@@ -249,10 +313,17 @@ impl Upstream {
         if !response.status().is_success() {
             return; // 405: the server has no such stream
         }
-        let mut events = EventStream::default();
+        let mut events = EventStream::new(self.max_bytes);
         let mut body = response.bytes_stream();
         while let Some(Ok(chunk)) = body.next().await {
-            for data in events.feed(&chunk) {
+            let Ok(complete) = events.feed(&chunk) else {
+                tracing::warn!(
+                    "the MCP server's stream sent a message past {} bytes, the most hookbox holds of one; the session is ended",
+                    self.max_bytes
+                );
+                return self.end();
+            };
+            for data in complete {
                 self.forward(&data).await;
             }
         }
@@ -285,6 +356,9 @@ impl Upstream {
     /// raw newlines in JSON are whitespace (in a string they are escaped),
     /// so a space reads the same.
     async fn forward(&self, message: &str) -> bool {
+        if self.ended.yes.load(Ordering::SeqCst) {
+            return false;
+        }
         let line: String = message
             .trim()
             .chars()
@@ -314,18 +388,64 @@ impl Upstream {
     }
 }
 
-/// Server-sent events, fed in chunks: the `data` of each complete event.
-#[derive(Default)]
+/// More of one message than may be held (with what was read of it).
+#[derive(Debug)]
+struct Overflow(Vec<u8>);
+
+/// The response's body, or [`Overflow`] past `limit` bytes.
+async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Overflow> {
+    let mut body = Vec::new();
+    let mut chunks = response.bytes_stream();
+    while let Some(Ok(chunk)) = chunks.next().await {
+        if body.len() + chunk.len() > limit {
+            let room = limit - body.len();
+            body.extend_from_slice(&chunk[..room]);
+            return Err(Overflow(body));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Server-sent events, fed in chunks: the `data` of each complete event,
+/// none of which (nor any line) may pass `limit` bytes.
 struct EventStream {
     buffer: Vec<u8>,
+    /// How much of `buffer` is known to hold no line end.
+    scanned: usize,
     data: Vec<String>,
+    data_bytes: usize,
+    limit: usize,
 }
 
 impl EventStream {
-    fn feed(&mut self, chunk: &[u8]) -> Vec<String> {
+    fn new(limit: usize) -> EventStream {
+        EventStream {
+            buffer: Vec::new(),
+            scanned: 0,
+            data: Vec::new(),
+            data_bytes: 0,
+            limit,
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) -> Result<Vec<String>, Overflow> {
         self.buffer.extend_from_slice(chunk);
         let mut complete = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|&b| b == b'\n') {
+        loop {
+            let Some(at) = self.buffer[self.scanned..].iter().position(|&b| b == b'\n') else {
+                self.scanned = self.buffer.len();
+                // A line, or an event, past the limit: the line's prefix
+                // already counts towards its event's data.
+                if self.buffer.len() > self.limit
+                    || self.data_bytes + self.buffer.len() > self.limit
+                {
+                    return Err(Overflow(Vec::new()));
+                }
+                return Ok(complete);
+            };
+            let end = self.scanned + at;
+            self.scanned = 0;
             let bytes: Vec<u8> = self.buffer.drain(..=end).collect();
             let line = String::from_utf8_lossy(&bytes);
             let line = line.trim_end_matches(['\n', '\r']);
@@ -333,13 +453,17 @@ impl EventStream {
                 if !self.data.is_empty() {
                     complete.push(self.data.join("\n"));
                     self.data.clear();
+                    self.data_bytes = 0;
                 }
             } else if let Some(data) = line.strip_prefix("data:") {
-                self.data
-                    .push(data.strip_prefix(' ').unwrap_or(data).to_owned());
+                let data = data.strip_prefix(' ').unwrap_or(data);
+                self.data_bytes += data.len() + 1;
+                if self.data_bytes > self.limit {
+                    return Err(Overflow(Vec::new()));
+                }
+                self.data.push(data.to_owned());
             }
         }
-        complete
     }
 }
 
@@ -349,16 +473,45 @@ mod tests {
 
     #[test]
     fn events_are_read_across_chunks_and_only_their_data_kept() {
-        let mut events = EventStream::default();
+        let mut events = EventStream::new(1 << 10);
         assert!(
             events
                 .feed(b"event: message\nid: 1\ndata: {\"a\":")
+                .unwrap()
                 .is_empty()
         );
         assert_eq!(
-            events.feed(b"1}\n\n: comment\n\ndata:{\"b\":2}\r\n\r\n"),
+            events
+                .feed(b"1}\n\n: comment\n\ndata:{\"b\":2}\r\n\r\n")
+                .unwrap(),
             ["{\"a\":1}", "{\"b\":2}"]
         );
-        assert_eq!(events.feed(b"id: 3\ndata:\n\n"), [""]);
+        assert_eq!(events.feed(b"id: 3\ndata:\n\n").unwrap(), [""]);
+    }
+
+    #[test]
+    fn a_line_past_the_limit_overflows_however_it_is_chunked() {
+        let mut events = EventStream::new(16);
+        assert!(events.feed(b"data: 0123456").unwrap().is_empty());
+        assert!(events.feed(b"789abcdef").is_err());
+    }
+
+    #[test]
+    fn an_event_of_many_short_lines_past_the_limit_overflows() {
+        let mut events = EventStream::new(16);
+        for _ in 0..5 {
+            assert!(events.feed(b"data: ab\n").unwrap().is_empty());
+        }
+        assert!(events.feed(b"data: ab\n").is_err());
+        let mut events = EventStream::new(16);
+        for _ in 0..10 {
+            assert_eq!(events.feed(b"data: ab\n\n").unwrap(), ["ab"]);
+        }
+    }
+
+    #[test]
+    fn comments_past_the_limit_overflow_too() {
+        let mut events = EventStream::new(16);
+        assert!(events.feed(&[b':'; 17]).is_err());
     }
 }
