@@ -860,6 +860,36 @@ fn an_upstream_that_cannot_be_reached_answers_each_request_with_an_error() {
     assert!(stderr.contains("cannot be reached"), "{stderr}");
 }
 
+/// An upstream whose answer never ends (one endless event-stream line, an
+/// event of endless short lines, an endless JSON body): the proxy holds at
+/// most its line limit of it, answers the call with an error and ends the
+/// session.
+#[test]
+fn an_upstream_answer_without_end_is_cut_at_the_bound_and_the_call_answered() {
+    let Some(mcp) = installed() else { return };
+    let plugins = plugin_dir("hostile", &filesystem_manifest(Path::new("/nowhere")));
+    let script = repo().join("tests/mcp/hostile_http_server.py");
+    for mode in ["line", "event", "body"] {
+        let port = free_port();
+        let mut command = Command::new(mcp.join("venv/bin/python"));
+        command.arg(&script).args([mode, &port.to_string()]);
+        let server = serving_on(command, port);
+        let saw = client(
+            mcp,
+            "crash",
+            "",
+            &proxy(&plugins, &["--upstream", &server.url], &[]),
+        );
+        let error = saw["call"]["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{mode}: {saw}"));
+        assert!(
+            error.starts_with("hookbox:") && error.contains("the most hookbox holds"),
+            "{mode}: {saw}"
+        );
+    }
+}
+
 /// `hookbox mcp --listen` on a free loopback port; killed on drop.
 fn listening(plugins: &Path, upstream: &[&str]) -> HttpServer {
     let port = free_port();
