@@ -1,5 +1,6 @@
 """An MCP server that breaks in the middle of a call: `broken_server.py
-crash` exits, `broken_server.py garbage` writes a line that is not JSON-RPC.
+crash` exits, `broken_server.py garbage` writes a line that is not JSON-RPC,
+`broken_server.py silent` never answers it.
 It answers `initialize` and `tools/list` like any server first."""
 
 import json
@@ -20,6 +21,8 @@ for line in sys.stdin:
     elif method == "tools/call":
         if mode == "crash":
             sys.exit(3)
+        if mode == "silent":
+            continue
         print('{"jsonrpc":"2.0","id":' + json.dumps(id_) + ',"result":{"content":[{"type":"text","text":"half', flush=True)
         print("Traceback (most recent call last): oops", flush=True)
         continue

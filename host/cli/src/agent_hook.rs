@@ -36,7 +36,11 @@ pub(crate) fn run<P: Protocol>(args: &HookArgs, options: &Options) -> ExitCode {
                 input = P::name_event(&input, event);
             }
             handle::<P>(&input, options, |session, event| {
-                decide::<P>(&args.dir, scoped(session, args.session.as_deref()).as_ref(), event)
+                decide::<P>(
+                    &args.dir,
+                    scoped(session, args.session.as_deref()).as_ref(),
+                    event,
+                )
             })
         }
     };

@@ -212,6 +212,15 @@ enum Command {
         /// per client; required unless the address is loopback).
         #[arg(long, value_name = "ADDR")]
         listen: Option<std::net::SocketAddr>,
+        /// With --listen: client sessions at once, at most (each has a
+        /// server of its own).
+        #[arg(long, value_name = "N", requires = "listen")]
+        max_sessions: Option<usize>,
+        /// With --listen: end a session nobody posted to for this many
+        /// seconds, and answer a request the server leaves unanswered as
+        /// long with an error (default 1800).
+        #[arg(long, value_name = "SECS", requires = "listen")]
+        idle_secs: Option<u64>,
         #[command(flatten)]
         browsers: BrowserArgs,
         /// The server takes MCP 2026-07-28 (`server/discover` and requests
@@ -376,6 +385,8 @@ where
             hide_tools,
             upstream,
             listen,
+            max_sessions,
+            idle_secs,
             browsers,
             server_revision,
             command,
@@ -385,10 +396,15 @@ where
                 server_takes_2026: server_revision.is_some(),
                 ..hookbox_mcp::ProxyConfig::default()
             };
+            let defaults = hookbox_mcp::listen::Limits::default();
+            let limits = hookbox_mcp::listen::Limits {
+                sessions: max_sessions.unwrap_or(defaults.sessions),
+                idle: idle_secs.map_or(defaults.idle, std::time::Duration::from_secs),
+            };
             mcp::mcp(
                 &dir,
                 config,
-                (upstream.as_deref(), listen),
+                (upstream.as_deref(), listen.map(|addr| (addr, limits))),
                 &browsers,
                 &command,
             )

@@ -14,7 +14,10 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 pub(crate) fn mcp(
     dir: &Path,
     config: ProxyConfig,
-    (upstream, listen): (Option<&str>, Option<std::net::SocketAddr>),
+    (upstream, listen): (
+        Option<&str>,
+        Option<(std::net::SocketAddr, hookbox_mcp::listen::Limits)>,
+    ),
     browsers: &crate::BrowserArgs,
     command: &[String],
 ) -> Result<ExitCode> {
@@ -32,10 +35,13 @@ pub(crate) fn mcp(
         );
     }
     let runtime = crate::runtime()?;
-    if let Some(addr) = listen {
+    if let Some((addr, limits)) = listen {
+        if limits.sessions == 0 || limits.idle.is_zero() {
+            bail!("--max-sessions and --idle-secs must be at least 1");
+        }
         let tokens = crate::serve::bearer_tokens("HOOKBOX_MCP_TOKENS", addr)?;
         let gate = browsers.gate(tokens, "HOOKBOX_MCP_TOKENS");
-        return serve_http(&runtime, dir, config, (addr, gate), server);
+        return serve_http(&runtime, dir, config, (addr, gate, limits), server);
     }
     let loaded = hookbox::directory::load(&runtime, dir)?;
     for (status, error) in loaded.failures() {
@@ -77,7 +83,11 @@ fn serve_http(
     runtime: &hookbox::Runtime,
     dir: &Path,
     config: ProxyConfig,
-    (addr, gate): (std::net::SocketAddr, hookbox_adapter::gate::Gate),
+    (addr, gate, limits): (
+        std::net::SocketAddr,
+        hookbox_adapter::gate::Gate,
+        hookbox_mcp::listen::Limits,
+    ),
     server: Upstream<'_>,
 ) -> Result<ExitCode> {
     let watcher = std::sync::Arc::new(hookbox::watch::DirWatcher::start(
@@ -133,7 +143,7 @@ fn serve_http(
             dir.display(),
             listener.local_addr().unwrap_or(addr)
         );
-        hookbox_mcp::listen::serve(listener, connect, config, gate)
+        hookbox_mcp::listen::serve(listener, connect, config, (gate, limits))
             .await
             .context("serving")?;
         Ok(ExitCode::SUCCESS)

@@ -906,6 +906,122 @@ fn listening(plugins: &Path, upstream: &[&str]) -> HttpServer {
     serving_on(command, port)
 }
 
+/// `hookbox mcp --listen` with `extra` flags, guarding
+/// tests/mcp/broken_server.py in `mode`.
+fn listening_to_broken(mcp: &Path, label: &str, extra: &[&str], mode: &str) -> HttpServer {
+    let plugins = plugin_dir(label, &filesystem_manifest(Path::new("/nowhere")));
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut flags = vec!["--listen", &listen];
+    flags.extend_from_slice(extra);
+    let script = repo().join("tests/mcp/broken_server.py");
+    let python = mcp.join("venv/bin/python");
+    let line = proxy(
+        &plugins,
+        &flags,
+        &[
+            &python.display().to_string(),
+            &script.display().to_string(),
+            mode,
+        ],
+    );
+    let mut command = Command::new(&line[0]);
+    command
+        .args(&line[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    serving_on(command, port)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// The `Mcp-Session-Id` an answer to `initialize` gives.
+fn session_id_of(response: &str) -> Option<String> {
+    response.lines().find_map(|l| {
+        l.to_ascii_lowercase()
+            .strip_prefix("mcp-session-id: ")
+            .map(str::to_owned)
+    })
+}
+
+/// Concurrent `initialize`s cannot pass `--max-sessions`: the limit is
+/// taken before a session's server starts, and given back when it ends.
+#[test]
+fn concurrent_initializes_open_no_more_sessions_than_the_limit() {
+    let Some(mcp) = installed() else { return };
+    let served = listening_to_broken(mcp, "limit", &["--max-sessions", "2"], "silent");
+    let answers: Vec<String> = (0..8)
+        .map(|_| {
+            let url = served.url.clone();
+            std::thread::spawn(move || raw_post(&url, "", "", INITIALIZE))
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    let opened: Vec<String> = answers.iter().filter_map(|a| session_id_of(a)).collect();
+    assert_eq!(opened.len(), 2, "{answers:#?}");
+    for refused in answers.iter().filter(|a| session_id_of(a).is_none()) {
+        assert!(
+            refused.starts_with("HTTP/1.1 502") && refused.contains("2 sessions are open"),
+            "{refused}"
+        );
+    }
+    // One ended: its place is free once its server has gone.
+    let addr = served
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "DELETE /mcp HTTP/1.1\r\nHost: {addr}\r\nMcp-Session-Id: {}\r\nConnection: close\r\n\r\n",
+        opened[0]
+    )
+    .unwrap();
+    let mut ended = String::new();
+    let _ = std::io::Read::read_to_string(&mut stream, &mut ended);
+    assert!(ended.starts_with("HTTP/1.1 204"), "{ended}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    loop {
+        let again = raw_post(&served.url, "", "", INITIALIZE);
+        if session_id_of(&again).is_some() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ended session's place was never given back: {again}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// A call the server never answers is answered by hookbox after
+/// `--idle-secs`, and the session, idle, is ended.
+#[test]
+fn a_request_the_server_never_answers_is_answered_and_its_session_reaped() {
+    let Some(mcp) = installed() else { return };
+    let served = listening_to_broken(mcp, "reap", &["--idle-secs", "2"], "silent");
+    let opened = raw_post(&served.url, "", "", INITIALIZE);
+    let session = session_id_of(&opened).unwrap_or_else(|| panic!("{opened}"));
+    let in_session = format!("Mcp-Session-Id: {session}\r\n");
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let response = raw_post(&served.url, "", &in_session, initialized);
+    assert!(response.starts_with("HTTP/1.1 202"), "{response}");
+    let call =
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"die","arguments":{}}}"#;
+    let started = std::time::Instant::now();
+    let response = raw_post(&served.url, "", &in_session, call);
+    assert!(
+        response.contains(r#""id":7"#) && response.contains("left this request unanswered"),
+        "after {:?}: {response}",
+        started.elapsed()
+    );
+    let list = r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#;
+    let response = raw_post(&served.url, "", &in_session, list);
+    assert!(response.starts_with("HTTP/1.1 404"), "{response}");
+}
+
 #[test]
 fn clients_over_streamable_http_get_a_guarded_session_each() {
     let Some(mcp) = installed() else { return };

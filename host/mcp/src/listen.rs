@@ -11,6 +11,8 @@
 //! | `POST` of a notification or a response | 202 |
 //! | `GET` (`Accept: text/event-stream`) | the session's stream for the server's messages that no request is waiting on |
 //! | `DELETE` | ends the session |
+//! | `initialize` (or a client's first stateless request) while [`Limits::sessions`] are open | 502, the request's id answered with an error; the limit is taken before anything starts, so concurrent `initialize`s cannot pass it |
+//! | a request the server leaves unanswered for [`Limits::idle`] | answered by hookbox with an error; a session with nothing waiting is ended after as long idle, and a request whose client went away waits for nothing |
 //! | an unknown session id | 404 (start a new session) |
 //! | an `Origin` other than the server's own or an allowed one, or a `Host` not naming this machine ([`Gate`]) | 403 (a web page reaching a local server, DNS rebinding) |
 //! | with tokens ([`Gate::new`]): no `Authorization: Bearer TOKEN` of one of them | 401, with `WWW-Authenticate: Bearer` |
@@ -21,7 +23,9 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -44,10 +48,25 @@ use crate::proxy::{ProxyConfig, proxy};
 const MAX_BODY: usize = 16 << 20;
 /// Server messages kept for a session while no stream is open to take them.
 const MAX_HELD: usize = 1024;
-/// Sessions at once, at most: each has a server of its own.
-const MAX_SESSIONS: usize = 64;
-/// A session with no request for this long, and none waiting, is ended.
-const IDLE: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+/// How many sessions `--listen` keeps, and for how long.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Sessions at once, at most: each has a server of its own.
+    pub sessions: usize,
+    /// A session with no request for this long, and none waiting, is
+    /// ended; a request unanswered for this long is answered with an error.
+    pub idle: Duration,
+}
+
+impl Default for Limits {
+    /// 64 sessions; 30 minutes.
+    fn default() -> Limits {
+        Limits {
+            sessions: 64,
+            idle: Duration::from_secs(30 * 60),
+        }
+    }
+}
 
 /// The upstream of one session: its server's output and input.
 pub type UpstreamIo = (
@@ -69,10 +88,20 @@ struct App {
     connect: Connect,
     config: ProxyConfig,
     gate: Gate,
+    limits: Limits,
+    /// Sessions begun and not yet over (their proxies still running),
+    /// counted before each starts.
+    open: Arc<AtomicUsize>,
     sessions: Mutex<HashMap<String, Arc<Session>>>,
     /// Held while a client's stateless session is begun, so two first
     /// requests make one.
     beginning: tokio::sync::Mutex<()>,
+}
+
+/// A request's stream, waiting for its response.
+struct Waiting {
+    stream: mpsc::Sender<String>,
+    since: Instant,
 }
 
 /// One client session.
@@ -82,7 +111,7 @@ struct Session {
     /// Lines to the proxy, as the client's.
     to_proxy: mpsc::Sender<String>,
     /// Streams waiting for the response to a request, by id.
-    waiting: Mutex<HashMap<String, mpsc::Sender<String>>>,
+    waiting: Mutex<HashMap<String, Waiting>>,
     /// Open streams for the server's other messages (the GET stream first).
     streams: Mutex<Vec<mpsc::Sender<String>>>,
     /// Messages no stream was open for.
@@ -105,8 +134,8 @@ impl Session {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(&key);
-            if let Some(stream) = waiting {
-                let _ = stream.send(line).await;
+            if let Some(waiting) = waiting {
+                let _ = waiting.stream.send(line).await;
                 return;
             }
         }
@@ -128,6 +157,30 @@ impl Session {
             held.pop_front();
         }
         held.push_back(line);
+    }
+
+    /// Whether the session is to be kept, after answering what waited past
+    /// `idle` and forgetting what nobody waits for any more.
+    fn keep(&self, idle: Duration) -> bool {
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.retain(|key, waiting| {
+            if waiting.stream.is_closed() {
+                return false;
+            }
+            if waiting.since.elapsed() < idle {
+                return true;
+            }
+            if let Ok(id) = serde_json::value::RawValue::from_string(key.clone()) {
+                let _ = waiting.stream.try_send(message::error(
+                    Some(&id),
+                    message::code::REFUSED,
+                    &format!("hookbox: the MCP server left this request unanswered for {idle:?}"),
+                ));
+            }
+            false
+        });
+        let idle_now = self.last_used.lock().is_ok_and(|t| t.elapsed() > idle);
+        !idle_now || !waiting.is_empty()
     }
 
     /// Opens a stream for the server's messages: what was held goes first.
@@ -159,29 +212,28 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     connect: Connect,
     config: ProxyConfig,
-    gate: Gate,
+    (gate, limits): (Gate, Limits),
 ) -> std::io::Result<()> {
     let app = Arc::new(App {
         connect,
         config,
         gate,
+        limits,
+        open: Arc::default(),
         sessions: Mutex::default(),
         beginning: tokio::sync::Mutex::new(()),
     });
     let reaper = Arc::downgrade(&app);
+    let every = (limits.idle / 4).clamp(Duration::from_millis(100), Duration::from_secs(30));
     tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(30));
+        let mut tick = tokio::time::interval(every);
         loop {
             tick.tick().await;
             let Some(app) = reaper.upgrade() else { return };
-            app.sessions
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .retain(|_, session| {
-                    let idle = session.last_used.lock().is_ok_and(|t| t.elapsed() > IDLE);
-                    let waiting = session.waiting.lock().is_ok_and(|w| !w.is_empty());
-                    !idle || waiting
-                });
+            // Dropping a session closes its proxy's client side: its server
+            // is closed in turn.
+            app.sessions_lock()
+                .retain(|_, session| session.keep(app.limits.idle));
         }
     });
     let router = Router::new()
@@ -396,7 +448,13 @@ async fn post_message(
         .waiting
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(key.clone(), send.clone());
+        .insert(
+            key.clone(),
+            Waiting {
+                stream: send.clone(),
+                since: Instant::now(),
+            },
+        );
     drop(send);
     if session.to_proxy.send(line).await.is_err() {
         return refuse(
@@ -476,11 +534,12 @@ async fn start_session(
     client: Client,
     key: Option<String>,
 ) -> Result<(Arc<Session>, Option<String>), String> {
-    if app.sessions.lock().unwrap_or_else(|p| p.into_inner()).len() >= MAX_SESSIONS {
-        return Err(format!(
-            "{MAX_SESSIONS} sessions are open, the most this proxy keeps; end one (DELETE) or retry later"
-        ));
-    }
+    let most = app.limits.sessions;
+    let slot = Slot::take(&app.open, most).ok_or_else(|| {
+        format!(
+            "{most} sessions are open, the most this proxy keeps; end one (DELETE) or retry later"
+        )
+    })?;
     let (stack, (server_in, server_out)) = (app.connect)().await?;
     let given = key.is_none();
     let id = match key {
@@ -521,6 +580,8 @@ async fn start_session(
     let config = app.config.clone();
     let (sessions, key, this) = (Arc::downgrade(app), id.clone(), Arc::downgrade(&session));
     tokio::spawn(async move {
+        // The session's place is held while its proxy runs.
+        let _slot = slot;
         let ended = proxy(
             &stack,
             &config,
@@ -548,6 +609,26 @@ async fn start_session(
         .unwrap_or_else(|p| p.into_inner())
         .insert(id.clone(), session.clone());
     Ok((session, given.then_some(id)))
+}
+
+/// One of [`Limits::sessions`], taken before a session starts and given
+/// back when it is over (or never began).
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(open: &Arc<AtomicUsize>, most: usize) -> Option<Slot> {
+        open.try_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < most).then_some(n + 1)
+        })
+        .ok()?;
+        Some(Slot(open.clone()))
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// 128 random bits in hex: nobody guesses another client's session.
