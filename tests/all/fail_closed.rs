@@ -84,7 +84,7 @@ fn a_guest_on_a_busy_host_is_not_failed_closed_for_waiting_for_a_core() {
     let timed = |guest: &Arc<Plugin>, millions: u64| {
         let event = tool_call(&format!("worker:spin:{millions}"), "{}");
         let started = Instant::now();
-        let outcome = once(&stack(&[guest.clone()]), &event);
+        let outcome = once(&stack(std::slice::from_ref(guest)), &event);
         (outcome, started.elapsed())
     };
     // Work that takes a quarter of the deadline on an idle core (the least
