@@ -257,6 +257,18 @@ fn many_tiny_scratchpad_entries_count_their_bookkeeping() {
     );
 }
 
+/// The quota counts an entry as the session store writes it: a value of
+/// control characters that fits in raw bytes but not as stored JSON fails
+/// closed where the guest writes it, never cut short at a save.
+#[test]
+fn a_scratchpad_value_that_fits_raw_but_not_as_stored_fails_closed() {
+    fails_closed(
+        patient("pad"),
+        tool_call("pad:scratch-control", "{}"),
+        Cause::Limit,
+    );
+}
+
 #[test]
 fn an_event_past_the_hosts_bound_is_refused_before_any_guest_runs() {
     let stack = stack(&[puppet("p")]).with_max_event_bytes(4096);

@@ -5,7 +5,7 @@
 //! the puppet whose config sets `name`. Anything else: continue.
 //!
 //! Commands: `loop`, `grow`, `recurse`, `panic`, `huge`, `log-flood`,
-//! `scratch-flood`, `count`, `version` (skip with the `version` setting), and `flow:<case>[:<payload>]`.
+//! `scratch-flood`, `scratch-control`, `count`, `version` (skip with the `version` setting), and `flow:<case>[:<payload>]`.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,6 +76,12 @@ fn run(command: &str) -> Flow {
             for i in 0..20_000 {
                 scratchpad::set(&format!("k{i}"), "");
             }
+            Flow::Continue
+        }
+        // 300,000 control characters: 300 KB as written, 1.8 MB as the
+        // session store writes them (`\u0001`), past the 1 MiB quota.
+        "scratch-control" => {
+            scratchpad::set("pad", &"\u{1}".repeat(300_000));
             Flow::Continue
         }
         "scratch-flood" => {
