@@ -565,6 +565,40 @@ fn claude_code_http_hook_failures_are_blocks_in_a_200() {
     assert_eq!(post["continue"], false);
 }
 
+/// Each token has an equal share of the server's runs: one client that
+/// takes all of its own cannot keep another from starting one, and
+/// `/status` shows each client's use.
+#[test]
+fn one_client_cannot_take_another_clients_share_of_runs() {
+    let (alice, bob) = ("alice-0123456789abcdef", "bob-0123456789abcdef");
+    let config = ServeConfig {
+        tokens: vec![alice.into(), bob.into()],
+        max_runs: 4,
+        ..ServeConfig::default()
+    };
+    let f = Fixture::new("serve-shares", config);
+    let addr = f.server.addr;
+    let create = |token: &str| request_with(addr, "POST", "/runs", Some(token), "{}");
+    assert_eq!(create(alice).0, 201);
+    assert_eq!(create(alice).0, 201);
+    let (status, body) = create(alice);
+    assert_eq!(status, 503, "alice is past her share: {body}");
+    assert!(body.contains("share"), "{body}");
+    assert_eq!(create(bob).0, 201, "bob's share is his");
+    let (status, body) = request_with(addr, "GET", "/status", Some(bob), "");
+    assert_eq!(status, 200);
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["client_shares"]["runs"], 2, "{status}");
+    assert_eq!(
+        status["clients"],
+        json!([
+            {"client": 1, "live_runs": 2, "in_flight": 0},
+            {"client": 2, "live_runs": 1, "in_flight": 0},
+        ]),
+        "{status}"
+    );
+}
+
 #[test]
 fn with_tokens_every_route_but_the_health_check_needs_one() {
     let config = ServeConfig {
@@ -775,6 +809,60 @@ fn a_full_server_sheds_events_with_503_instead_of_queueing() {
     assert!(shed > 0, "no event was shed while the slot was taken");
     let (status, _) = f.event(&other, &tool_call("guard:flow:continue"));
     assert_eq!(status, 200, "the slot is free again");
+}
+
+/// Each token has an equal share of the events decided at once: while one
+/// client's share is busy its next event is shed, and another client's
+/// events are not.
+#[test]
+fn one_client_cannot_take_another_clients_share_of_events_in_flight() {
+    let (alice, bob) = ("alice-0123456789abcdef", "bob-0123456789abcdef");
+    let config = ServeConfig {
+        tokens: vec![alice.into(), bob.into()],
+        max_in_flight: 2,
+        ..ServeConfig::default()
+    };
+    let f = Fixture::new("serve-flight-shares", config);
+    let addr = f.server.addr;
+    let run_of = |token: &str| {
+        let (status, body) = request_with(addr, "POST", "/runs", Some(token), "");
+        assert_eq!(status, 201, "{body}");
+        serde_json::from_str::<Value>(&body).unwrap()["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let (slow, alices, bobs) = (run_of(alice), run_of(alice), run_of(bob));
+    let post = move |token: &str, run: &str, event: &str| {
+        request_with(
+            addr,
+            "POST",
+            &format!("/runs/{run}/events"),
+            Some(token),
+            event,
+        )
+        .0
+    };
+    // A guest that runs to its deadline holds alice's one place.
+    let busy = std::thread::spawn(move || {
+        let event = tool_call("guard:loop").to_string();
+        loop {
+            let status = post(alice, &slow, &event);
+            if status != 503 {
+                return status;
+            }
+        }
+    });
+    let quick = tool_call("guard:flow:continue").to_string();
+    let (mut alice_shed, mut bob_shed) = (0, 0);
+    while !busy.is_finished() {
+        alice_shed += usize::from(post(alice, &alices, &quick) == 503);
+        bob_shed += usize::from(post(bob, &bobs, &quick) == 503);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(busy.join().unwrap(), 200);
+    assert!(alice_shed > 0, "alice's second event was never shed");
+    assert_eq!(bob_shed, 0, "bob's events were shed for alice's");
 }
 
 #[test]

@@ -115,7 +115,7 @@ fn decide<P: Protocol>(
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     let _permit = app
-        .claim(&live)
+        .claim(client, &live)
         .ok_or("the server is deciding as many events as it may; retry shortly")?;
     // With a session store, run state outlives an idle run and a restart:
     // a new run of the session starts from what the last one kept.

@@ -158,6 +158,10 @@ struct App {
     gate: hookbox_adapter::gate::Gate,
     runs: Runs,
     in_flight: Arc<Semaphore>,
+    /// Each client's share of `in_flight`, by client number.
+    in_flight_shares: Vec<Arc<Semaphore>>,
+    /// The most events one client may have decided at once.
+    in_flight_share: usize,
     metrics: Arc<Metrics>,
 }
 
@@ -190,11 +194,25 @@ impl Server {
         let gate = hookbox_adapter::gate::Gate::new(config.tokens.clone(), "HOOKBOX_SERVE_TOKENS")
             .allow_hosts(config.allowed_hosts.iter().cloned())
             .allow_origins(config.allowed_origins.iter().cloned());
+        // Each token is a client with an equal share of runs and of events
+        // in flight, so one cannot starve another (without tokens, the one
+        // client has all). Client numbers run from 0 (no token) to the
+        // number of tokens.
+        let clients = config.tokens.len().max(1);
+        let in_flight_share = (config.max_in_flight / clients).max(1);
         let app = Arc::new(App {
             source,
             gate,
             in_flight: Arc::new(Semaphore::new(config.max_in_flight)),
-            runs: Runs::new(metrics.clone(), config.decision_log.clone()),
+            in_flight_shares: (0..=config.tokens.len())
+                .map(|_| Arc::new(Semaphore::new(in_flight_share)))
+                .collect(),
+            in_flight_share,
+            runs: Runs::new(
+                metrics.clone(),
+                config.decision_log.clone(),
+                (config.max_runs / clients).max(1),
+            ),
             config,
             metrics,
         });
@@ -275,10 +293,16 @@ impl Drop for Server {
 impl App {
     /// A slot to decide an event of `live` in (none when all are taken);
     /// marks the run used.
-    fn claim(&self, live: &LiveRun) -> Option<OwnedSemaphorePermit> {
+    fn claim(&self, client: Client, live: &LiveRun) -> Option<Claim> {
+        let own = self
+            .in_flight_shares
+            .get(client.0)?
+            .clone()
+            .try_acquire_owned()
+            .ok()?;
         let permit = self.in_flight.clone().try_acquire_owned().ok()?;
         live.touch();
-        Some(permit)
+        Some(Claim(own, permit))
     }
 
     fn expire_idle(&self) {
@@ -291,6 +315,13 @@ impl App {
         }
     }
 }
+
+/// An event's place among those decided at once: the client's share and
+/// the server's, held until it is decided.
+struct Claim(
+    #[allow(dead_code, reason = "held, not read")] OwnedSemaphorePermit,
+    #[allow(dead_code, reason = "held, not read")] OwnedSemaphorePermit,
+);
 
 /// Runs `decide` right here: handlers run on their connection's own thread
 /// ([`threads`]), where blocking holds up no other client. A panic is
@@ -384,10 +415,10 @@ async fn post_event(
     let Some(live) = app.runs.get(&client, &id) else {
         return unknown_run(&id);
     };
-    let Some(permit) = app.claim(&live) else {
+    let Some(permit) = app.claim(client, &live) else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
-            "too many events are being decided; retry shortly",
+            "too many events are being decided (by the server, or by this client, within its share); retry shortly",
         );
     };
     let kind = event.kind();
@@ -440,7 +471,26 @@ async fn status(State(app): State<Arc<App>>) -> Response {
         .collect();
     let (live, pinned_older) = app.runs.counts(snapshot.generation);
     let (slots_used, slots) = snapshot.stack.instance_slots();
+    let runs = app.runs.per_client();
+    let clients: Vec<Value> = app
+        .in_flight_shares
+        .iter()
+        .enumerate()
+        .filter(|(client, _)| *client > 0 || app.config.tokens.is_empty())
+        .map(|(client, share)| {
+            json!({
+                "client": client,
+                "live_runs": runs.get(&client).copied().unwrap_or(0),
+                "in_flight": app.in_flight_share - share.available_permits(),
+            })
+        })
+        .collect();
     axum::Json(json!({
+        "clients": clients,
+        "client_shares": {
+            "runs": (app.config.max_runs / app.config.tokens.len().max(1)).max(1),
+            "in_flight": app.in_flight_share,
+        },
         "generation": snapshot.generation,
         "directory_error": snapshot.directory_error,
         "plugins": plugins,

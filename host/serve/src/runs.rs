@@ -69,6 +69,8 @@ impl LiveRun {
 pub(crate) struct Runs {
     table: Mutex<HashMap<(Client, String), Arc<LiveRun>>>,
     watch: Watch,
+    /// The most live runs one client may have: its share of the server's.
+    share: usize,
 }
 
 /// Who is told of every answer in a run.
@@ -79,12 +81,45 @@ struct Watch {
 
 impl Runs {
     /// No runs yet; each run to come reports its answers to `metrics` and
-    /// `log`.
-    pub fn new(metrics: Arc<Metrics>, log: Option<Arc<DecisionLog>>) -> Runs {
+    /// `log`; a client keeps at most `share` of them.
+    pub fn new(metrics: Arc<Metrics>, log: Option<Arc<DecisionLog>>, share: usize) -> Runs {
         Runs {
             table: Mutex::default(),
             watch: Watch { metrics, log },
+            share,
         }
+    }
+
+    /// Why `client` may not have one more run in `table`: the server's
+    /// `max`, or the client's share of it.
+    fn full(
+        &self,
+        table: &HashMap<(Client, String), Arc<LiveRun>>,
+        client: &Client,
+        max: usize,
+    ) -> Option<String> {
+        if table.len() >= max {
+            return Some(format!(
+                "{} runs are live, the most this server keeps; end some (DELETE /runs/ID) or retry later",
+                table.len()
+            ));
+        }
+        let own = table.keys().filter(|(c, _)| c == client).count();
+        (own >= self.share).then(|| {
+            format!(
+                "this client has {own} live runs, its share of the server's {max} (each token has an equal share); end some (DELETE /runs/ID) or retry later"
+            )
+        })
+    }
+
+    /// Live runs of each client, by client number.
+    pub fn per_client(&self) -> std::collections::BTreeMap<usize, usize> {
+        let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        let mut counts = std::collections::BTreeMap::new();
+        for (client, _) in table.keys() {
+            *counts.entry(client.0).or_default() += 1;
+        }
+        counts
     }
 
     /// A new run with a random id on `snapshot`.
@@ -99,11 +134,8 @@ impl Runs {
     ) -> Result<String, String> {
         let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        if table.len() >= max {
-            return Err(format!(
-                "{} runs are live, the most this server keeps; end some (DELETE /runs/ID) or retry later",
-                table.len()
-            ));
+        if let Some(why) = self.full(&table, client, max) {
+            return Err(why);
         }
         table.insert(
             (*client, id.clone()),
@@ -144,11 +176,8 @@ impl Runs {
             }
             None => {}
         }
-        if table.len() >= max {
-            return Err(format!(
-                "{} sessions and runs are live, the most this server keeps; retry later",
-                table.len()
-            ));
+        if let Some(why) = self.full(&table, client, max) {
+            return Err(why);
         }
         let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;
         let live = LiveRun::new(&snapshot, &id, &self.watch)?;
