@@ -146,8 +146,13 @@ impl SessionStore {
     }
 
     fn is_stale(&self, file: &File) -> bool {
-        file.metadata()
-            .and_then(|m| m.modified())
+        file.metadata().is_ok_and(|m| self.is_old(&m))
+    }
+
+    /// Whether what `metadata` describes was last changed past the age limit.
+    fn is_old(&self, metadata: &std::fs::Metadata) -> bool {
+        metadata
+            .modified()
             .ok()
             .and_then(|modified| SystemTime::now().duration_since(modified).ok())
             .is_some_and(|age| age > self.max_age)
@@ -166,12 +171,7 @@ impl SessionStore {
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if name.contains(".json.saving-") {
-                if entry.metadata().is_ok_and(|m| {
-                    m.modified()
-                        .ok()
-                        .and_then(|t| SystemTime::now().duration_since(t).ok())
-                        .is_some_and(|age| age > self.max_age)
-                }) {
+                if entry.metadata().is_ok_and(|m| self.is_old(&m)) {
                     let _ = std::fs::remove_file(&path);
                 }
                 continue;

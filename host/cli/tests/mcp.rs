@@ -892,12 +892,16 @@ fn an_upstream_answer_without_end_is_cut_at_the_bound_and_the_call_answered() {
 
 /// `hookbox mcp --listen` on a free loopback port; killed on drop.
 fn listening(plugins: &Path, upstream: &[&str]) -> HttpServer {
+    listening_with(plugins, &[], upstream)
+}
+
+/// `hookbox mcp --listen` with `extra` flags on a free loopback port.
+fn listening_with(plugins: &Path, extra: &[&str], upstream: &[&str]) -> HttpServer {
     let port = free_port();
-    let line = proxy(
-        plugins,
-        &["--listen", &format!("127.0.0.1:{port}")],
-        upstream,
-    );
+    let listen = format!("127.0.0.1:{port}");
+    let mut flags = vec!["--listen", &listen];
+    flags.extend_from_slice(extra);
+    let line = proxy(plugins, &flags, upstream);
     let mut command = Command::new(&line[0]);
     command
         .args(&line[1..])
@@ -910,27 +914,17 @@ fn listening(plugins: &Path, upstream: &[&str]) -> HttpServer {
 /// tests/mcp/broken_server.py in `mode`.
 fn listening_to_broken(mcp: &Path, label: &str, extra: &[&str], mode: &str) -> HttpServer {
     let plugins = plugin_dir(label, &filesystem_manifest(Path::new("/nowhere")));
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut flags = vec!["--listen", &listen];
-    flags.extend_from_slice(extra);
     let script = repo().join("tests/mcp/broken_server.py");
     let python = mcp.join("venv/bin/python");
-    let line = proxy(
+    listening_with(
         &plugins,
-        &flags,
+        extra,
         &[
             &python.display().to_string(),
             &script.display().to_string(),
             mode,
         ],
-    );
-    let mut command = Command::new(&line[0]);
-    command
-        .args(&line[1..])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit());
-    serving_on(command, port)
+    )
 }
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
