@@ -488,7 +488,7 @@ async fn status(State(app): State<Arc<App>>) -> Response {
     axum::Json(json!({
         "clients": clients,
         "client_shares": {
-            "runs": (app.config.max_runs / app.config.tokens.len().max(1)).max(1),
+            "runs": app.runs.share(),
             "in_flight": app.in_flight_share,
         },
         "generation": snapshot.generation,

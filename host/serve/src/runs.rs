@@ -112,6 +112,11 @@ impl Runs {
         })
     }
 
+    /// The most live runs one client may have.
+    pub fn share(&self) -> usize {
+        self.share
+    }
+
     /// Live runs of each client, by client number.
     pub fn per_client(&self) -> std::collections::BTreeMap<usize, usize> {
         let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
