@@ -4,6 +4,7 @@ mod support;
 mod wat;
 
 mod audit;
+mod browser;
 mod cache;
 mod cases;
 mod conformance;

@@ -592,11 +592,55 @@ fn one_client_cannot_take_another_clients_share_of_runs() {
     assert_eq!(
         status["clients"],
         json!([
-            {"client": 1, "live_runs": 2, "in_flight": 0},
-            {"client": 2, "live_runs": 1, "in_flight": 0},
+            {"client": 1, "live_runs": 2, "instance_slots": 2, "in_flight": 0},
+            {"client": 2, "live_runs": 1, "instance_slots": 1, "in_flight": 0},
         ]),
         "{status}"
     );
+}
+
+/// Each token has an equal share of the runtime's instance slots too:
+/// one client whose runs are few but large cannot take the slots another
+/// client's run needs.
+#[test]
+fn one_client_cannot_take_another_clients_share_of_instance_slots() {
+    let runtime = hookbox::Runtime::new(hookbox::RuntimeConfig {
+        max_instances: 4,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut stack = hookbox::HookStack::new();
+    for name in ["first", "second"] {
+        let guard = hookbox::Plugin::from_file(
+            &runtime,
+            guests::PUPPET.as_ref(),
+            hookbox::PluginOptions {
+                config: [("name".to_string(), name.to_string())].into(),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        stack.push_plugin(std::sync::Arc::new(guard));
+    }
+    let (alice, bob) = ("alice-0123456789abcdef", "bob-0123456789abcdef");
+    let config = ServeConfig {
+        tokens: vec![alice.into(), bob.into()],
+        ..ServeConfig::default()
+    };
+    let (_tokio, server) = serving(StackSource::fixed(stack), config);
+    let create = |token: &str| request_with(server.addr, "POST", "/runs", Some(token), "{}");
+    // A run holds one slot per plugin: two of the four; alice's share is two.
+    assert_eq!(create(alice).0, 201);
+    let (status, body) = create(alice);
+    assert_eq!(status, 503, "alice is past her share of slots: {body}");
+    assert!(body.contains("share of 2 instance slots"), "{body}");
+    let (status, body) = create(bob);
+    assert_eq!(status, 201, "bob's slots are his: {body}");
+    let (_, body) = request_with(server.addr, "GET", "/status", Some(bob), "");
+    let status: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["client_shares"]["instance_slots"], 2, "{status}");
+    assert_eq!(status["instance_slots"], json!({"used": 4, "total": 4}));
+    assert_eq!(status["clients"][0]["instance_slots"], 2, "{status}");
 }
 
 #[test]
@@ -1325,6 +1369,66 @@ fn no_web_page_reaches_any_route() {
     let (status, body) = exchange(addr, "POST /claude-code/hook", "", &hook);
     assert_eq!(status, 200);
     assert!(!body.contains("deny"), "{body}");
+}
+
+/// The same, from a real browser: a page in headless Chromium, on a
+/// loopback origin of its own, posts a Claude Code hook to serve the way any
+/// web page can (`fetch` with a string body: `text/plain`, no preflight)
+/// and tries to read `/status`. It starts no run and reads nothing; the same
+/// page from an origin the operator allows does start one, so the browser
+/// did send what serve refused.
+#[test]
+fn a_page_in_a_real_browser_starts_no_run_and_reads_nothing() {
+    let Some(chromium) = super::browser::chromium() else {
+        return;
+    };
+    let hook = json!({"session_id": "from-a-page", "hook_event_name": "PreToolUse",
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t"});
+    // One page, on one origin; the server it posts to is in its query.
+    let page = format!(
+        r#"<!doctype html><title>a page</title><body><script>
+const serve = "http://" + new URLSearchParams(location.search).get("serve");
+const done = (what) => {{ const p = document.createElement("p"); p.className = "outcome"; p.textContent = what; document.body.append(p); }};
+const read = (what, r) => r.text().then((t) => done(what + " read " + r.status + " " + t));
+fetch(serve + "/claude-code/hook", {{ method: "POST", body: JSON.stringify({hook}) }})
+  .then((r) => read("hook", r), (e) => done("hook unread " + e))
+  .then(() => fetch(serve + "/status"))
+  .then((r) => read("status", r), (e) => done("status unread " + e));
+</script></body>"#
+    );
+    let url = super::browser::serve_page(page);
+    let visit = |f: &Fixture| {
+        let dom = super::browser::dump_dom(&chromium, &format!("{url}?serve={}", f.server.addr));
+        assert_eq!(
+            dom.matches("class=\"outcome\"").count(),
+            2,
+            "the page ran: {dom}"
+        );
+        dom
+    };
+    let live_runs = |f: &Fixture| f.json("GET", "/status", "").1["live_runs"].clone();
+
+    let f = Fixture::new("serve-chromium", ServeConfig::default());
+    let dom = visit(&f);
+    assert!(
+        dom.contains("hook unread") && dom.contains("status unread"),
+        "{dom}"
+    );
+    assert!(!dom.contains("guard.wasm"), "{dom}");
+    assert_eq!(live_runs(&f), 0, "a page started a run");
+
+    // The control: the page's own origin let in by the operator.
+    let config = ServeConfig {
+        allowed_origins: vec![url.trim_end_matches('/').to_owned()],
+        ..ServeConfig::default()
+    };
+    let allowed = Fixture::new("serve-chromium-allowed", config);
+    let dom = visit(&allowed);
+    assert_eq!(
+        live_runs(&allowed),
+        1,
+        "the allowed page's hook started a run: {dom}"
+    );
 }
 
 /// A session's run is found by its agent, session id and subagent id, each

@@ -211,7 +211,8 @@ impl Server {
             runs: Runs::new(
                 metrics.clone(),
                 config.decision_log.clone(),
-                (config.max_runs / clients).max(1),
+                config.max_runs,
+                clients,
             ),
             config,
             metrics,
@@ -478,9 +479,11 @@ async fn status(State(app): State<Arc<App>>) -> Response {
         .enumerate()
         .filter(|(client, _)| *client > 0 || app.config.tokens.is_empty())
         .map(|(client, share)| {
+            let (live_runs, instances) = runs.get(&client).copied().unwrap_or_default();
             json!({
                 "client": client,
-                "live_runs": runs.get(&client).copied().unwrap_or(0),
+                "live_runs": live_runs,
+                "instance_slots": instances,
                 "in_flight": app.in_flight_share - share.available_permits(),
             })
         })
@@ -489,6 +492,7 @@ async fn status(State(app): State<Arc<App>>) -> Response {
         "clients": clients,
         "client_shares": {
             "runs": app.runs.share(),
+            "instance_slots": app.runs.instance_share(&snapshot),
             "in_flight": app.in_flight_share,
         },
         "generation": snapshot.generation,

@@ -17,6 +17,8 @@ use crate::metrics::{Metrics, RunObserver};
 pub(crate) struct LiveRun {
     pub door: Door,
     pub generation: u64,
+    /// The instance slots it holds: one per plugin of its snapshot.
+    instances: usize,
     last_used: Mutex<Instant>,
     /// The run's span, open while the run lives: each decision's span is a
     /// child of it.
@@ -52,6 +54,7 @@ impl LiveRun {
         Ok(Arc::new(LiveRun {
             door: Door::around(run, snapshot.stack.subscriptions()),
             generation: snapshot.generation,
+            instances: snapshot.stack.instances_per_run(),
             last_used: Mutex::new(Instant::now()),
             span,
         }))
@@ -71,6 +74,8 @@ pub(crate) struct Runs {
     watch: Watch,
     /// The most live runs one client may have: its share of the server's.
     share: usize,
+    /// How many clients share the server (tokens, or the one without).
+    clients: usize,
 }
 
 /// Who is told of every answer in a run.
@@ -81,21 +86,31 @@ struct Watch {
 
 impl Runs {
     /// No runs yet; each run to come reports its answers to `metrics` and
-    /// `log`; a client keeps at most `share` of them.
-    pub fn new(metrics: Arc<Metrics>, log: Option<Arc<DecisionLog>>, share: usize) -> Runs {
+    /// `log`. Each of `clients` keeps an equal share of the server's `max_runs`
+    /// runs and of the runtime's instance slots.
+    pub fn new(
+        metrics: Arc<Metrics>,
+        log: Option<Arc<DecisionLog>>,
+        max_runs: usize,
+        clients: usize,
+    ) -> Runs {
+        let clients = clients.max(1);
         Runs {
             table: Mutex::default(),
             watch: Watch { metrics, log },
-            share,
+            share: (max_runs / clients).max(1),
+            clients,
         }
     }
 
-    /// Why `client` may not have one more run in `table`: the server's
-    /// `max`, or the client's share of it.
+    /// Why `client` may not start one more run on `snapshot` in `table`:
+    /// the server's `max` runs, or the client's share of the runs or of
+    /// the instance slots.
     fn full(
         &self,
         table: &HashMap<(Client, String), Arc<LiveRun>>,
         client: &Client,
+        snapshot: &Snapshot,
         max: usize,
     ) -> Option<String> {
         if table.len() >= max {
@@ -104,10 +119,18 @@ impl Runs {
                 table.len()
             ));
         }
-        let own = table.keys().filter(|(c, _)| c == client).count();
-        (own >= self.share).then(|| {
+        let own = table.iter().filter(|((c, _), _)| c == client);
+        let (runs, instances) = own.fold((0, 0), |(n, i), (_, run)| (n + 1, i + run.instances));
+        if runs >= self.share {
+            return Some(format!(
+                "this client has {runs} live runs, its share of the server's {max} (each token has an equal share); end some (DELETE /runs/ID) or retry later"
+            ));
+        }
+        let needed = snapshot.stack.instances_per_run();
+        let share = self.instance_share(snapshot);
+        (instances + needed > share).then(|| {
             format!(
-                "this client has {own} live runs, its share of the server's {max} (each token has an equal share); end some (DELETE /runs/ID) or retry later"
+                "this client's runs hold {instances} plugin instances and a new run needs {needed}, past its share of {share} instance slots (each token has an equal share); end some runs (DELETE /runs/ID), retry later, or raise --max-instances"
             )
         })
     }
@@ -117,12 +140,20 @@ impl Runs {
         self.share
     }
 
-    /// Live runs of each client, by client number.
-    pub fn per_client(&self) -> std::collections::BTreeMap<usize, usize> {
+    /// The most instance slots one client's runs may hold on `snapshot`'s
+    /// runtime.
+    pub fn instance_share(&self, snapshot: &Snapshot) -> usize {
+        (snapshot.stack.instance_slots().1 / self.clients).max(1)
+    }
+
+    /// Live runs and the instance slots they hold, by client number.
+    pub fn per_client(&self) -> std::collections::BTreeMap<usize, (usize, usize)> {
         let table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        let mut counts = std::collections::BTreeMap::new();
-        for (client, _) in table.keys() {
-            *counts.entry(client.0).or_default() += 1;
+        let mut counts = std::collections::BTreeMap::<usize, (usize, usize)>::new();
+        for ((client, _), run) in table.iter() {
+            let entry = counts.entry(client.0).or_default();
+            entry.0 += 1;
+            entry.1 += run.instances;
         }
         counts
     }
@@ -139,7 +170,7 @@ impl Runs {
     ) -> Result<String, String> {
         let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;
         let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(why) = self.full(&table, client, max) {
+        if let Some(why) = self.full(&table, client, snapshot, max) {
             return Err(why);
         }
         table.insert(
@@ -181,7 +212,7 @@ impl Runs {
             }
             None => {}
         }
-        if let Some(why) = self.full(&table, client, max) {
+        if let Some(why) = self.full(&table, client, &snapshot, max) {
             return Err(why);
         }
         let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;

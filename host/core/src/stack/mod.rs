@@ -249,6 +249,12 @@ impl HookStack {
         }
     }
 
+    /// The instance slots a run of this stack holds: one per plugin (hooks
+    /// written in Rust hold none).
+    pub fn instances_per_run(&self) -> usize {
+        self.slots_needed.iter().map(|(_, needed)| needed).sum()
+    }
+
     /// Instance slots held by live runs, and how many there are, on the
     /// runtime its plugins were compiled on (summed, should they come from
     /// several); `(0, 0)` for a stack without plugins.
