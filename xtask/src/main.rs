@@ -4,7 +4,10 @@
 //! scratch project in `target/demo/workspace/`, and runs the scripted coding
 //! agent of `examples/demo/session.json` on it with `hookbox run`.
 //!
-//! `cargo xtask plugins DIR` only copies the built example plugins to DIR.
+//! `cargo xtask plugins DIR` only copies the built example plugins to DIR;
+//! `cargo xtask guests DIR` copies every guest, the test guests (the
+//! misbehaving `puppet` ...) too, for test suites outside cargo (the Python
+//! binding's).
 //! `cargo xtask public-api [--check]` lists the public API of the crates
 //! embedders depend on ([`public_api`]).
 //! Benchmarks: `cargo bench -p hookbox-bench` (BENCHMARKS.md).
@@ -30,9 +33,23 @@ fn main() -> Result<()> {
                 .unwrap_or_else(|| root.join("target/demo/plugins"));
             copy_plugins(&dir).map(drop)
         }
+        Some("guests") => {
+            let dir = args
+                .next()
+                .map(PathBuf::from)
+                .context("usage: xtask guests DIR")?;
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            for (name, path) in guests::ALL {
+                std::fs::copy(path, dir.join(format!("{name}.wasm")))
+                    .with_context(|| format!("copying {name}"))?;
+            }
+            Ok(())
+        }
         Some("public-api") => public_api::run(root, args.next().as_deref() == Some("--check")),
         Some(other) => {
-            bail!("unknown task `{other}`; tasks: demo, plugins [DIR], public-api [--check]")
+            bail!(
+                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check]"
+            )
         }
     }
 }

@@ -1,0 +1,36 @@
+//! `hookbox._native`: the extension module under the `hookbox` Python
+//! package. A thin skin over the core and the adapter layer; the Python
+//! package around it (`python/hookbox`) adds the framework guards, whose
+//! only own code is the mapping into each framework's terms.
+//!
+//! | Python | Rust underneath |
+//! |---|---|
+//! | `Stack.from_directory(dir)` | [`hookbox::watch::StackSource::watch`]: hot-reloaded, each run pinned to the snapshot it started on |
+//! | `Stack.from_files(paths)` | [`hookbox::Plugin::from_file`] into one fixed [`hookbox::HookStack`] |
+//! | `stack.start_run()` | [`hookbox_adapter::Door::open`] on the newest snapshot |
+//! | `run.send(event)` | [`hookbox_adapter::Door::decide`], the GIL released; a fail-closed raises `FailedClosed` |
+//! | `run.tool_call(...)` | the same, then [`hookbox_adapter::verdict::tool_call`] |
+//! | `run.tool_result(...)` | the same, then [`hookbox_adapter::verdict::tool_result`] |
+//! | `run.completion_call(...)` | the same; a patch-request's system text by [`hookbox_adapter::verdict::with_context`] |
+//!
+//! Every guest call releases the GIL, so Python threads (and `asyncio`,
+//! through `asyncio.to_thread`) drive runs at once. A guest call is bounded
+//! by its plugin's deadline, so Ctrl-C is seen as soon as the call returns.
+
+mod errors;
+mod run;
+mod stack;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<stack::Stack>()?;
+    m.add_class::<run::Run>()?;
+    m.add_class::<run::Decision>()?;
+    m.add_class::<run::ToolCallVerdict>()?;
+    m.add_class::<run::ToolResultVerdict>()?;
+    m.add_class::<run::RequestVerdict>()?;
+    m.add("HOST", hookbox::HOST)?;
+    Ok(())
+}
