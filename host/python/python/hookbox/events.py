@@ -41,7 +41,7 @@ class ModelTurnFinished(TypedDict):
 class ToolCall(TypedDict):
     event: Literal["tool-call"]
     tool_name: str
-    args: NotRequired[Union[str, dict[str, Any]]]
+    args: Union[str, dict[str, Any]]
     tool_call_id: NotRequired[str]
     internal_call_id: NotRequired[str]
 

@@ -1,0 +1,220 @@
+"""hookbox guards for LangChain agents (`langchain` 1.x `create_agent`).
+
+    agent = create_agent(model, tools, middleware=[
+        hookbox.langchain.HookboxMiddleware(hookbox.Stack.from_directory("plugins")),
+    ])
+
+Each agent invocation is one hookbox run (started in `before_agent`, ended
+in `after_agent`). Each hookbox event maps to the middleware's own hooks,
+sync and async alike:
+
+| hookbox event | middleware hook | continue | a rewrite | skip / refuse | the run ends (`Stopped`) |
+|---|---|---|---|---|---|
+| completion-call | `wrap_model_call` | the request as it was | this call only (`request.override`): `preamble` and `extra_context` the system message, `temperature`, `max_tokens` and `additional_params` the model settings, `tool_choice`, `active_tools` the tools; a `history` patch cannot be mapped back to LangChain's messages: `FailedClosed` (unsupported-flow), never dropped | — | raised out of `invoke` / `ainvoke` |
+| tool-call | `wrap_tool_call` | the tool runs | the tool runs with the rewritten arguments | a `ToolMessage` (status `error`) with the reason; the tool does not run | raised |
+| tool-result | `wrap_tool_call`, after the tool | its `ToolMessage` | the `ToolMessage` with the rewritten content | — | raised |
+
+A rewrite never grants: LangChain's own human-in-the-loop middleware
+still decides. A tool that answers with a `Command` (a graph jump) rather
+than a `ToolMessage` has no result text to guard: it is passed on, and
+only its call was guarded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Awaitable, Callable
+from typing import Any, Optional
+
+from langchain.agents import AgentState
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
+from langchain_core.messages import SystemMessage, ToolMessage
+
+from . import FailedClosed, RequestVerdict, Run, Stack, ToolCallVerdict, ToolResultVerdict
+from ._messages import from_langchain, text_of
+
+try:
+    from typing import NotRequired
+except ImportError:  # Python 3.10
+    from typing_extensions import NotRequired
+
+__all__ = ["HookboxMiddleware"]
+
+_FRAMEWORK = "LangChain"
+_PATCHABLE = ["preamble", "extra_context", "temperature", "max_tokens", "additional_params",
+              "tool_choice", "active_tools"]
+
+
+class HookboxState(AgentState):
+    """The agent state's one extra key: the invocation's hookbox run id."""
+
+    hookbox_run: NotRequired[str]
+
+
+class _Live:
+    __slots__ = ("run", "prompt", "turns")
+
+    def __init__(self, run: Run, prompt: str) -> None:
+        self.run = run
+        self.prompt = prompt
+        self.turns = 0
+
+
+class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """hookbox's guards on a LangChain agent, from `stack`."""
+
+    state_schema = HookboxState
+
+    def __init__(self, stack: Stack) -> None:
+        super().__init__()
+        self.stack = stack
+        self._runs: dict[str, _Live] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return "hookbox"
+
+    # The run: one per invocation.
+
+    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        run = self.stack.start_run()
+        prompt = next((text_of(m.content) for m in state["messages"] if getattr(m, "type", "") == "human"), "")
+        with self._lock:
+            self._runs[run.run_id] = _Live(run, prompt)
+        return {"hookbox_run": run.run_id}
+
+    async def abefore_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        return self.before_agent(state, runtime)
+
+    def after_agent(self, state: Any, runtime: Any) -> None:
+        with self._lock:
+            self._runs.pop(state.get("hookbox_run", ""), None)
+
+    async def aafter_agent(self, state: Any, runtime: Any) -> None:
+        self.after_agent(state, runtime)
+
+    def _live(self, state: Any) -> _Live:
+        with self._lock:
+            live = self._runs.get(state.get("hookbox_run", "") if state else "")
+        if live is None:
+            raise FailedClosed(
+                "hookbox stopped the run: no hookbox run for this invocation (is HookboxMiddleware in the agent's middleware?)",
+                plugin="hookbox", cause="limit", detail="no hookbox run for this invocation",
+            )
+        return live
+
+    # Model calls.
+
+    def _ask_model(self, request: ModelRequest) -> tuple[_Live, list[Any], Optional[str]]:
+        live = self._live(request.state)
+        live.turns += 1
+        system = request.system_prompt
+        return live, from_langchain(request.messages, system), system
+
+    def _patched(self, request: ModelRequest, verdict: RequestVerdict, system: Optional[str]) -> ModelRequest:
+        verdict.require_only(_FRAMEWORK, _PATCHABLE)
+        if verdict.kind == "continue":
+            return request
+        patch = verdict.patch
+        changes: dict[str, Any] = {}
+        if "preamble" in patch or "extra_context" in patch:
+            text = verdict.system(system)
+            changes["system_message"] = SystemMessage(content=text) if text is not None else None
+        settings = dict(request.model_settings or {})
+        for field in ("temperature", "max_tokens"):
+            if field in patch:
+                settings[field] = patch[field]
+        if "additional_params" in patch:
+            settings.update(json.loads(patch["additional_params"]))
+        if settings != (request.model_settings or {}):
+            changes["model_settings"] = settings
+        if "tool_choice" in patch:
+            try:
+                changes["tool_choice"] = _tool_choice(patch["tool_choice"])
+            except ValueError as why:
+                raise FailedClosed(
+                    f"hookbox stopped the run: plugin {verdict.by!r} failed closed (unsupported-flow): {why}",
+                    plugin=verdict.by or "hookbox", cause="unsupported-flow", detail=str(why),
+                ) from None
+        if "active_tools" in patch:
+            allowed = set(patch["active_tools"])
+            changes["tools"] = [t for t in request.tools if _tool_name(t) in allowed]
+        return request.override(**changes)
+
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
+        live, messages, system = self._ask_model(request)
+        verdict = live.run.completion_call(live.prompt, messages, live.turns)
+        return handler(self._patched(request, verdict, system))
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    ) -> ModelResponse:
+        live, messages, system = self._ask_model(request)
+        verdict = await live.run.acompletion_call(live.prompt, messages, live.turns)
+        return await handler(self._patched(request, verdict, system))
+
+    # Tool calls and their results.
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Any]) -> Any:
+        call = request.tool_call
+        live = self._live(request.state)
+        verdict = live.run.tool_call(call["name"], call.get("args") or {}, tool_call_id=call.get("id"))
+        if verdict.kind != "run":
+            return _refused(call, verdict)
+        request, args = _with_args(request, verdict)
+        answer = handler(request)
+        if not isinstance(answer, ToolMessage):
+            return answer
+        result = live.run.tool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
+        return _with_result(answer, result)
+
+    async def awrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
+        call = request.tool_call
+        live = self._live(request.state)
+        verdict = await live.run.atool_call(call["name"], call.get("args") or {}, tool_call_id=call.get("id"))
+        if verdict.kind != "run":
+            return _refused(call, verdict)
+        request, args = _with_args(request, verdict)
+        answer = await handler(request)
+        if not isinstance(answer, ToolMessage):
+            return answer
+        result = await live.run.atool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
+        return _with_result(answer, result)
+
+
+def _refused(call: Any, verdict: ToolCallVerdict) -> ToolMessage:
+    return ToolMessage(content=verdict.reason or "", tool_call_id=call.get("id") or "", name=call["name"], status="error")
+
+
+def _with_args(request: ToolCallRequest, verdict: ToolCallVerdict) -> tuple[ToolCallRequest, str]:
+    args = verdict.args or "{}"
+    if verdict.rewritten:
+        request = request.override(tool_call={**request.tool_call, "args": verdict.args_dict()})
+    return request, args
+
+
+def _with_result(answer: ToolMessage, verdict: ToolResultVerdict) -> ToolMessage:
+    if verdict.kind == "replace":
+        return answer.model_copy(update={"content": verdict.text})
+    return answer
+
+
+def _tool_name(tool: Any) -> str:
+    if isinstance(tool, dict):
+        return str(tool.get("name") or tool.get("function", {}).get("name", ""))
+    return str(getattr(tool, "name", ""))
+
+
+def _tool_choice(choice: Any) -> Any:
+    """hookbox's tool choice as LangChain's: `auto`, `none`, `any`
+    (required), or a tool's name."""
+    if isinstance(choice, str):
+        return "any" if choice == "required" else choice
+    names = choice.get("specific") if isinstance(choice, dict) else None
+    if isinstance(names, list) and len(names) == 1:
+        return names[0]
+    if isinstance(names, list):
+        raise ValueError(f"patched the tool choice to several specific tools ({', '.join(names)}), which LangChain cannot express")
+    return choice

@@ -1,0 +1,230 @@
+"""hookbox guards for the OpenAI Agents SDK (`openai-agents` 0.24).
+
+    guard = hookbox.openai_agents.Guard(hookbox.Stack.from_directory("plugins"))
+    result = await guard.run(agent, "Tidy up the project")
+
+`Guard.run` (or `run_sync`, or `Runner.run` inside `with guard.session():`)
+starts one hookbox run for the SDK run, on an agent `Guard.protect` gave
+hookbox's guardrails. Each hookbox event maps to the SDK's own hook:
+
+| hookbox event | the SDK's hook | continue | a rewrite | skip / refuse | the run ends (`Stopped`) |
+|---|---|---|---|---|---|
+| completion-call, turn 1 | input guardrail (`run_in_parallel=False`: before the model is called) | allow | the patch, applied by the model input filter below | — | tripwire: `InputGuardrailTripwireTriggered`, `output_info` the `Stopped` |
+| completion-call, every turn | `RunConfig.call_model_input_filter` | the model input as it was | `preamble`, `extra_context`: the instructions this call only; any other field (temperature, tools ...) cannot be applied there: `FailedClosed` (unsupported-flow), never dropped | — | raised out of `Runner.run` |
+| tool-call | tool input guardrail of every function tool | allow | the tool's invoker runs with the rewritten arguments (`apply_rewrites=False`: rejected, the tool does not run) | `reject_content`: the reason is the tool's output, the tool does not run | `raise_exception`: `ToolInputGuardrailTripwireTriggered` |
+| tool-result | tool output guardrail | allow | `reject_content` with the rewrite: what the model reads | — | `raise_exception`: `ToolOutputGuardrailTripwireTriggered` |
+
+A rewrite never grants: the SDK's own approvals (`needs_approval`) still
+decide. A tool that is not a function tool (a hosted tool) has no guardrail
+hook, so `protect` refuses an agent with one rather than leave it unguarded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Iterator
+from typing import Any, Optional
+
+from agents import (
+    Agent,
+    FunctionTool,
+    GuardrailFunctionOutput,
+    RunConfig,
+    Runner,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolOutputGuardrailData,
+    input_guardrail,
+    tool_input_guardrail,
+    tool_output_guardrail,
+)
+from agents.run_config import CallModelData, ModelInputData
+
+from . import HookboxError, RequestVerdict, Run, Stack, Stopped
+from ._messages import from_responses_items, text_of
+
+__all__ = ["Guard"]
+
+_FRAMEWORK = "the OpenAI Agents SDK"
+# What `call_model_input_filter` can change of a model call.
+_PATCHABLE = ["preamble", "extra_context"]
+
+
+@dataclasses.dataclass
+class _Session:
+    run: Run
+    prompt: str = ""
+    turn: int = 0
+    first: Optional[RequestVerdict] = None
+    # Tool call id → the arguments a guard rewrote, for the tool's invoker;
+    # then the arguments it ran with, for its result.
+    rewrites: dict[str, str] = dataclasses.field(default_factory=dict)
+    ran_with: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+_SESSION: contextvars.ContextVar[_Session] = contextvars.ContextVar("hookbox_openai_agents")
+
+
+def _session() -> _Session:
+    try:
+        return _SESSION.get()
+    except LookupError:
+        raise HookboxError(
+            "a hookbox guardrail ran outside a hookbox run: call Guard.run / Guard.run_sync, "
+            "or Runner.run inside `with guard.session():`"
+        ) from None
+
+
+def _prompt(user_input: Any) -> str:
+    if isinstance(user_input, str):
+        return user_input
+    for message in from_responses_items(user_input, None):
+        if message["role"] == "user":
+            return message["content"]
+    return ""
+
+
+class Guard:
+    """hookbox's guards on OpenAI Agents SDK runs, from `stack`."""
+
+    def __init__(self, stack: Stack, *, apply_rewrites: bool = True) -> None:
+        self.stack = stack
+        self.apply_rewrites = apply_rewrites
+        self._input = input_guardrail(name="hookbox", run_in_parallel=False)(self._first_turn)
+        self._tool_input = tool_input_guardrail(name="hookbox")(self._tool_call)
+        self._tool_output = tool_output_guardrail(name="hookbox")(self._tool_result)
+
+    @contextlib.contextmanager
+    def session(self, run_id: Optional[str] = None) -> Iterator[Run]:
+        """One hookbox run for the SDK runs made inside (normally one)."""
+        token = _SESSION.set(_Session(self.stack.start_run(run_id)))
+        try:
+            yield _SESSION.get().run
+        finally:
+            _SESSION.reset(token)
+
+    def protect(self, agent: Agent[Any]) -> Agent[Any]:
+        """A copy of `agent` with hookbox's guardrails first on every tool
+        and its input, and on every agent it hands off to."""
+        tools = []
+        for tool in agent.tools:
+            if not isinstance(tool, FunctionTool):
+                raise HookboxError(
+                    f"the tool {getattr(tool, 'name', tool)!r} of agent {agent.name!r} is not a function tool, "
+                    "so the SDK gives it no guardrail hook and hookbox cannot guard it; remove it or wrap it in a function tool"
+                )
+            tools.append(self._tool(tool))
+        handoffs = [self.protect(h) if isinstance(h, Agent) else h for h in agent.handoffs]
+        return agent.clone(
+            tools=tools,
+            handoffs=handoffs,
+            input_guardrails=[self._input, *agent.input_guardrails],
+        )
+
+    def run_config(self, config: Optional[RunConfig] = None) -> RunConfig:
+        """`config` (or a new one) with hookbox's model input filter; one
+        the caller set runs after it."""
+        config = config or RunConfig()
+        theirs = config.call_model_input_filter
+
+        async def model_input(data: CallModelData[Any]) -> ModelInputData:
+            ours = await self._completion_call(data)
+            if theirs is None:
+                return ours
+            again = theirs(dataclasses.replace(data, model_data=ours))
+            return await again if hasattr(again, "__await__") else again  # type: ignore[return-value]
+
+        return dataclasses.replace(config, call_model_input_filter=model_input)
+
+    async def run(self, agent: Agent[Any], input: Any, **kwargs: Any) -> Any:
+        """`Runner.run(agent, input, **kwargs)`, guarded, as one hookbox run."""
+        kwargs["run_config"] = self.run_config(kwargs.get("run_config"))
+        with self.session():
+            return await Runner.run(self.protect(agent), input, **kwargs)
+
+    def run_sync(self, agent: Agent[Any], input: Any, **kwargs: Any) -> Any:
+        """`Runner.run_sync`, guarded."""
+        kwargs["run_config"] = self.run_config(kwargs.get("run_config"))
+        with self.session():
+            return Runner.run_sync(self.protect(agent), input, **kwargs)
+
+    def _tool(self, tool: FunctionTool) -> FunctionTool:
+        invoke = tool.on_invoke_tool
+
+        async def guarded_invoke(ctx: Any, args: str) -> Any:
+            session = _session()
+            call_id = getattr(ctx, "tool_call_id", None) or ""
+            args = session.rewrites.pop(call_id, args)
+            session.ran_with[call_id] = args
+            return await invoke(ctx, args)
+
+        return dataclasses.replace(
+            tool,
+            on_invoke_tool=guarded_invoke if self.apply_rewrites else invoke,
+            tool_input_guardrails=[self._tool_input, *(tool.tool_input_guardrails or [])],
+            tool_output_guardrails=[self._tool_output, *(tool.tool_output_guardrails or [])],
+        )
+
+    async def _first_turn(self, ctx: Any, agent: Agent[Any], user_input: Any) -> GuardrailFunctionOutput:
+        session = _session()
+        session.prompt = _prompt(user_input)
+        try:
+            session.first = await session.run.acompletion_call(
+                session.prompt, from_responses_items(user_input, None), 1
+            )
+        except Stopped as stop:
+            return GuardrailFunctionOutput(output_info=stop, tripwire_triggered=True)
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+    async def _completion_call(self, data: CallModelData[Any]) -> ModelInputData:
+        session = _session()
+        session.turn += 1
+        model = data.model_data
+        if session.turn == 1 and session.first is not None:
+            verdict = session.first
+        else:
+            messages = from_responses_items(model.input, model.instructions)
+            verdict = await session.run.acompletion_call(session.prompt, messages, session.turn)
+        verdict.require_only(_FRAMEWORK, _PATCHABLE)
+        if verdict.kind == "continue":
+            return model
+        return ModelInputData(input=model.input, instructions=verdict.system(model.instructions))
+
+    async def _tool_call(self, data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        try:
+            session = _session()
+            verdict = await session.run.atool_call(
+                ctx.tool_name, ctx.tool_arguments or "{}", tool_call_id=ctx.tool_call_id
+            )
+        except HookboxError as stop:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=stop)
+        if verdict.kind != "run":
+            return ToolGuardrailFunctionOutput.reject_content(message=verdict.reason or "", output_info=verdict)
+        if verdict.rewritten:
+            if not self.apply_rewrites:
+                return ToolGuardrailFunctionOutput.reject_content(
+                    message=f"Not executed: the guard {verdict.by} rewrote the arguments of `{ctx.tool_name}`, "
+                    "and this agent's tools do not take rewritten arguments.",
+                    output_info=verdict,
+                )
+            session.rewrites[ctx.tool_call_id] = verdict.args or "{}"
+        return ToolGuardrailFunctionOutput.allow(output_info=verdict)
+
+    async def _tool_result(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        ctx = data.context
+        output = data.output
+        text = output if isinstance(output, str) else text_of(output)
+        try:
+            session = _session()
+            args = session.ran_with.pop(ctx.tool_call_id, ctx.tool_arguments or "{}")
+            verdict = await session.run.atool_result(ctx.tool_name, args, text, tool_call_id=ctx.tool_call_id)
+        except HookboxError as stop:
+            return ToolGuardrailFunctionOutput.raise_exception(output_info=stop)
+        if verdict.kind == "replace":
+            return ToolGuardrailFunctionOutput.reject_content(message=verdict.text or "", output_info=verdict)
+        return ToolGuardrailFunctionOutput.allow(output_info=verdict)
+
+
