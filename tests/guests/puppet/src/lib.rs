@@ -124,6 +124,11 @@ fn parse_flow(spec: &str) -> Flow {
             preamble: Some(payload),
             ..Default::default()
         }),
+        // A patch a framework may not be able to apply.
+        "patch-temperature" => Flow::PatchRequest(RequestPatch {
+            temperature: payload.parse().ok(),
+            ..Default::default()
+        }),
         "fail" => Flow::Fail,
         "retry" => Flow::Retry(payload),
         "repair" => Flow::Repair(payload),
