@@ -192,6 +192,33 @@ impl Run {
         })
     }
 
+    /// For the benchmark (bench/python): `n` tool calls of `tool_name`
+    /// with `args` (JSON text) decided by Rust's own loop, as
+    /// [`Run::tool_call`] decides each (canonical form, the stack, the
+    /// verdict), the GIL released; the seconds they took.
+    fn _time_tool_calls(&self, py: Python<'_>, tool_name: &str, args: &str, n: u32) -> f64 {
+        py.detach(|| {
+            let started = std::time::Instant::now();
+            for i in 0..n {
+                let Some(asked) = hookbox::json::canonical(args) else {
+                    break;
+                };
+                let event = StepEvent::ToolCall(ToolCall {
+                    tool_name: tool_name.to_owned(),
+                    internal_call_id: format!("call-{i}"),
+                    tool_call_id: None,
+                    args: asked.clone(),
+                });
+                let outcome = self.door.decide(None, &event);
+                std::hint::black_box(verdict::tool_call(
+                    Stopped::settle(outcome, hookbox::EventKind::ToolCall),
+                    asked,
+                ));
+            }
+            started.elapsed().as_secs_f64()
+        })
+    }
+
     /// The run's id.
     #[getter]
     fn run_id(&self) -> &str {

@@ -58,8 +58,8 @@ class World:
         self.tools = [write_file, shell]
 
     def invoke(self, stack: hookbox.Stack, model: ScriptedChat, prompt: str, *, use_async: bool = False) -> Any:
-        agent = create_agent(model, tools=self.tools, system_prompt="You work.",
-                             middleware=[HookboxMiddleware(stack)])
+        self.middleware = HookboxMiddleware(stack)
+        agent = create_agent(model, tools=self.tools, system_prompt="You work.", middleware=[self.middleware])
         state = {"messages": [{"role": "user", "content": prompt}]}
         if use_async:
             return asyncio.run(agent.ainvoke(state))
@@ -97,6 +97,7 @@ def test_a_redacted_result_is_what_the_model_reads(stack, use_async):
     assert world.ran == [("shell", {"command": "env"})]
     [seen] = tool_messages(model)
     assert "wJalrXUtnFEMI" not in seen and "[REDACTED]" in seen
+    assert world.middleware._runs == {}, "the finished run was let go"
 
 
 def test_a_request_patch_applies_to_its_turn_only(stack):
@@ -123,6 +124,7 @@ def test_a_misbehaving_guard_stops_the_run_and_nothing_after_it_runs(stack, comm
         world.invoke(stack, model, f"puppet:{command}")
     assert (failed.value.plugin, failed.value.cause) == ("puppet", cause)
     assert world.ran == [] and model_calls(model) == []
+    assert world.middleware._runs == {}, "the stopped run was let go"
 
 
 def test_a_guard_trapping_on_a_tool_call_stops_before_the_tool(examples):

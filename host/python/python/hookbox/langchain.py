@@ -22,16 +22,17 @@ only its call was guarded.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Optional
 
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
 from langchain_core.messages import SystemMessage, ToolMessage
 
-from . import FailedClosed, RequestVerdict, Run, Stack, ToolCallVerdict, ToolResultVerdict
+from . import FailedClosed, RequestVerdict, Stopped, Run, Stack, ToolCallVerdict, ToolResultVerdict
 from ._messages import from_langchain, text_of
 
 try:
@@ -95,6 +96,17 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     async def aafter_agent(self, state: Any, runtime: Any) -> None:
         self.after_agent(state, runtime)
 
+    @contextlib.contextmanager
+    def _asking(self, live: _Live) -> Iterator[None]:
+        """A stop ends the invocation: its run is let go now, since
+        `after_agent` will not be called."""
+        try:
+            yield
+        except Stopped:
+            with self._lock:
+                self._runs.pop(live.run.run_id, None)
+            raise
+
     def _live(self, state: Any) -> _Live:
         with self._lock:
             live = self._runs.get(state.get("hookbox_run", "") if state else "")
@@ -145,42 +157,50 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]) -> ModelResponse:
         live, messages, system = self._ask_model(request)
-        verdict = live.run.completion_call(live.prompt, messages, live.turns)
-        return handler(self._patched(request, verdict, system))
+        with self._asking(live):
+            verdict = live.run.completion_call(live.prompt, messages, live.turns)
+            request = self._patched(request, verdict, system)
+        return handler(request)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
     ) -> ModelResponse:
         live, messages, system = self._ask_model(request)
-        verdict = await live.run.acompletion_call(live.prompt, messages, live.turns)
-        return await handler(self._patched(request, verdict, system))
+        with self._asking(live):
+            verdict = await live.run.acompletion_call(live.prompt, messages, live.turns)
+            request = self._patched(request, verdict, system)
+        return await handler(request)
 
     # Tool calls and their results.
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Any]) -> Any:
         call = request.tool_call
         live = self._live(request.state)
-        verdict = live.run.tool_call(call["name"], call.get("args") or {}, tool_call_id=call.get("id"))
+        with self._asking(live):
+            verdict = live.run.tool_call(call["name"], call.get("args") or {}, tool_call_id=call.get("id"))
         if verdict.kind != "run":
             return _refused(call, verdict)
         request, args = _with_args(request, verdict)
         answer = handler(request)
         if not isinstance(answer, ToolMessage):
             return answer
-        result = live.run.tool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
+        with self._asking(live):
+            result = live.run.tool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
         return _with_result(answer, result)
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
         call = request.tool_call
         live = self._live(request.state)
-        verdict = await live.run.atool_call(call["name"], call.get("args") or {}, tool_call_id=call.get("id"))
+        with self._asking(live):
+            verdict = await live.run.atool_call(call["name"], call.get("args") or {}, tool_call_id=call.get("id"))
         if verdict.kind != "run":
             return _refused(call, verdict)
         request, args = _with_args(request, verdict)
         answer = await handler(request)
         if not isinstance(answer, ToolMessage):
             return answer
-        result = await live.run.atool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
+        with self._asking(live):
+            result = await live.run.atool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
         return _with_result(answer, result)
 
 
