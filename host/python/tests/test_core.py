@@ -192,3 +192,17 @@ def test_ctrl_c_during_a_guest_call_neither_hangs_nor_crashes(examples):
     out, _ = child.communicate(timeout=30)
     assert child.returncode == 3, out
     assert "interrupted" in out
+
+
+def test_a_shadow_guard_is_reported_and_never_acted_on(tmp_path):
+    shutil.copy(guest("puppet"), tmp_path / "trial.wasm")
+    (tmp_path / "hookbox.toml").write_text('[[plugin]]\nfile = "trial.wasm"\nmode = "shadow"\n')
+    stack = hookbox.Stack.from_directory(tmp_path, watch=False)
+    assert stack.plugins[0]["mode"] == "shadow"
+    run = stack.start_run()
+    decision = run.send({"event": "tool-call", "tool_name": "puppet:flow:skip:would-block", "args": {}})
+    assert decision.flow == "continue"
+    assert decision.shadow == [{"plugin": "trial", "flow": {"flow": "skip", "reason": "would-block"}}]
+    failed = run.send({"event": "tool-call", "tool_name": "puppet:panic", "args": {}})
+    assert failed.flow == "continue" and failed.shadow[0]["fail_closed"]["cause"] == "trap"
+    assert run.tool_call("puppet:panic", {}).kind == "run"
