@@ -65,3 +65,25 @@ def from_langchain(messages: Any, system: str | None) -> list[Message]:
             content += f"\n{call.get('name')}({json.dumps(call.get('args', {}))})"
         out.append({"role": role, "content": content})  # type: ignore[typeddict-item]
     return out
+
+
+def from_pydantic_ai(messages: Any, instructions: str | None) -> list[Message]:
+    """PydanticAI's messages (requests and responses, each of parts), the
+    instructions first."""
+    out: list[Message] = []
+    if instructions:
+        out.append({"role": "system", "content": instructions})
+    for message in messages:
+        for part in getattr(message, "parts", []):
+            kind = getattr(part, "part_kind", "")
+            if kind == "system-prompt":
+                out.append({"role": "system", "content": text_of(part.content)})
+            elif kind == "user-prompt":
+                out.append({"role": "user", "content": text_of(part.content)})
+            elif kind == "text":
+                out.append({"role": "assistant", "content": part.content})
+            elif kind == "tool-call":
+                out.append({"role": "assistant", "content": f"{part.tool_name}({part.args_as_json_str()})"})
+            elif kind in ("tool-return", "retry-prompt"):
+                out.append({"role": "tool", "content": text_of(part.content)})
+    return out
