@@ -11,6 +11,9 @@
 //!   context as the model reads it ([`verdict::with_context`]);
 //! - [`gate`]: who may reach a hookbox server over HTTP (tokens, and no
 //!   browser: a foreign `Origin` or `Host` is refused);
+//! - [`Session`]: a run asked in the terms a language binding's framework
+//!   guards share (tool call, tool result, model call), so the Python and
+//!   Node bindings keep no rule of their own;
 //! - asking from an async loop (feature `tokio`, on by default) without
 //!   holding up its executor, the caller's span and subscriber carried.
 //!
@@ -35,9 +38,11 @@
 
 mod door;
 pub mod gate;
+pub mod session;
 pub mod verdict;
 
 pub use door::Door;
+pub use session::Session;
 
 #[cfg(feature = "tokio")]
 mod asking;

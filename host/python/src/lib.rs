@@ -7,11 +7,11 @@
 //! |---|---|
 //! | `Stack.from_directory(dir)` | [`hookbox::watch::StackSource::watch`]: hot-reloaded, each run pinned to the snapshot it started on |
 //! | `Stack.from_files(paths)` | [`hookbox::Plugin::from_file`] into one fixed [`hookbox::HookStack`] |
-//! | `stack.start_run()` | [`hookbox_adapter::Door::open`] on the newest snapshot |
-//! | `run.send(event)` | [`hookbox_adapter::Door::decide`], the GIL released; a fail-closed raises `FailedClosed` |
-//! | `run.tool_call(...)` | the same, then [`hookbox_adapter::verdict::tool_call`] |
-//! | `run.tool_result(...)` | the same, then [`hookbox_adapter::verdict::tool_result`] |
-//! | `run.completion_call(...)` | the same; a patch-request's system text by [`hookbox_adapter::verdict::with_context`] |
+//! | `stack.start_run()` | [`hookbox_adapter::Session::open`] on the newest snapshot |
+//! | `run.send(event)` | [`hookbox_adapter::Session::send`], the GIL released; a fail-closed raises `FailedClosed` |
+//! | `run.tool_call(...)` | [`hookbox_adapter::Session::tool_call`]; a stop raises `FailedClosed` or `Terminated` |
+//! | `run.tool_result(...)` | [`hookbox_adapter::Session::tool_result`] |
+//! | `run.completion_call(...)` | [`hookbox_adapter::Session::completion_call`]; the verdict's `system()` and `require_only()` are [`hookbox_adapter::session::Request`]'s |
 //!
 //! Every guest call releases the GIL, so Python threads (and `asyncio`,
 //! through `asyncio.to_thread`) drive runs at once. A guest call is bounded

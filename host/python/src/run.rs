@@ -1,5 +1,7 @@
 //! `hookbox.Run`: one agent run's guards, and what they decided.
 //!
+//! Each method is [`hookbox_adapter::Session`]'s, its values converted:
+//!
 //! | method | asks the stack about | answers | raises |
 //! |---|---|---|---|
 //! | `send(event)` | any event, in the JSON form of DESIGN.md §6 (a dict, or its JSON text) | a `Decision` (a terminate too: the run is then over) | `FailedClosed`; `InvalidEvent` for input that is no event |
@@ -10,16 +12,11 @@
 //! Once a run has ended (a fail-closed, a terminate), every later event
 //! gets that end again: the same exception.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use hookbox::watch::Snapshot;
-use hookbox::{
-    CompletionCall, Decision as CoreDecision, FailClosed, Flow, Message, RequestPatch, StepEvent,
-    Stopped, ToolCall, ToolResult,
-};
-use hookbox_adapter::Door;
-use hookbox_adapter::verdict::{self, Call, Output};
+use hookbox::{Decision as CoreDecision, Flow, Message, StepEvent};
+use hookbox_adapter::Session;
+use hookbox_adapter::session::Request;
+use hookbox_adapter::verdict::{Call, Output};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -28,44 +25,25 @@ use crate::errors;
 /// One agent run's guards, pinned to the stack version it started on.
 #[pyclass(frozen, module = "hookbox")]
 pub struct Run {
-    door: Door,
-    generation: u64,
-    /// Numbers the tool calls that come without an id of their own.
-    next_call: AtomicU64,
+    session: Session,
 }
 
 impl Run {
     pub fn open(snapshot: &Snapshot, run_id: String) -> Run {
         Run {
-            door: Door::open(&snapshot.stack, run_id),
-            generation: snapshot.generation,
-            next_call: AtomicU64::new(0),
+            session: Session::open(&snapshot.stack, snapshot.generation, run_id),
         }
-    }
-
-    /// Asks about `event` with the GIL released; the run's end, if it
-    /// ends, as the exception it raises.
-    fn settle(&self, py: Python<'_>, event: &StepEvent) -> PyResult<CoreDecision> {
-        let kind = event.kind();
-        let outcome = py.detach(|| self.door.decide(None, event));
-        Stopped::settle(outcome, kind).map_err(|stop| errors::stopped(py, &stop))
-    }
-
-    fn call_id(&self, tool_call_id: &Option<String>) -> String {
-        tool_call_id
-            .clone()
-            .unwrap_or_else(|| format!("call-{}", self.next_call.fetch_add(1, Ordering::Relaxed)))
     }
 }
 
-/// `value` (a dict or JSON text) as JSON text in the one canonical form.
-fn json_text(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<Option<String>> {
+/// `value` (a dict, or JSON text) as JSON text.
+fn json_text(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     if let Ok(text) = value.cast::<PyString>() {
-        return Ok(hookbox::json::canonical(text.to_str()?));
+        return Ok(text.to_str()?.to_owned());
     }
     let value: serde_json::Value = pythonize::depythonize(value)
         .map_err(|e| errors::invalid(py, format!("{what} cannot be written as JSON: {e}")))?;
-    Ok(Some(value.to_string()))
+    Ok(value.to_string())
 }
 
 #[pymethods]
@@ -83,7 +61,7 @@ impl Run {
                 errors::invalid(py, format!("not an event in hookbox's JSON form: {e}"))
             })?
         };
-        match py.detach(|| self.door.decide(None, &event)) {
+        match py.detach(|| self.session.send(&event)) {
             Ok(decision) => Ok(Decision(decision)),
             Err(failure) => Err(errors::failed_closed(py, &failure)),
         }
@@ -99,27 +77,10 @@ impl Run {
         args: &Bound<'_, PyAny>,
         tool_call_id: Option<String>,
     ) -> PyResult<ToolCallVerdict> {
-        let Some(asked) = json_text(py, args, "the arguments")?.filter(|a| a.starts_with('{'))
-        else {
-            // No guard can check what is not a JSON object: it does not run.
-            return Ok(ToolCallVerdict::of(Call::Refuse {
-                by: Arc::from(hookbox::HOST),
-                why: format!(
-                    "the arguments of `{tool_name}` are not a JSON object, so no guard could check them; the call did not run"
-                ),
-            }));
-        };
-        let event = StepEvent::ToolCall(ToolCall {
-            tool_name,
-            internal_call_id: self.call_id(&tool_call_id),
-            tool_call_id,
-            args: asked.clone(),
-        });
-        let decision = self.settle(py, &event)?;
-        match verdict::tool_call(Ok(decision), asked) {
-            Call::Stop(stop) => Err(errors::stopped(py, &stop)),
-            call => Ok(ToolCallVerdict::of(call)),
-        }
+        let args = json_text(py, args, "the arguments")?;
+        py.detach(|| self.session.tool_call(tool_name, &args, tool_call_id))
+            .map(ToolCallVerdict::of)
+            .map_err(|stop| errors::stopped(py, &stop))
     }
 
     /// Asks what the model may read of the tool `tool_name`'s `result`
@@ -133,25 +94,19 @@ impl Run {
         result: String,
         tool_call_id: Option<String>,
     ) -> PyResult<ToolResultVerdict> {
-        let args = json_text(py, args, "the arguments")?.unwrap_or_else(|| "{}".to_owned());
-        let event = StepEvent::ToolResult(ToolResult {
-            tool_name,
-            internal_call_id: self.call_id(&tool_call_id),
-            tool_call_id,
-            args,
-            result,
-            ..ToolResult::default()
+        let args = json_text(py, args, "the arguments")?;
+        let output = py.detach(|| {
+            self.session
+                .tool_result(tool_name, &args, result, tool_call_id)
         });
-        let decision = self.settle(py, &event)?;
-        match verdict::tool_result(Ok(decision)) {
-            Output::Stop(stop) => Err(errors::stopped(py, &stop)),
-            Output::Keep => Ok(ToolResultVerdict {
-                text: None,
-                by: None,
-            }),
+        match output.map_err(|stop| errors::stopped(py, &stop))? {
             Output::Replace { text, by } => Ok(ToolResultVerdict {
                 text: Some(text),
                 by: Some(by.to_string()),
+            }),
+            _ => Ok(ToolResultVerdict {
+                text: None,
+                by: None,
             }),
         }
     }
@@ -173,47 +128,20 @@ impl Run {
                 format!("the messages are not a list of {{role, content}} dicts: {e}"),
             )
         })?;
-        let event = StepEvent::CompletionCall(CompletionCall {
-            prompt,
-            history,
-            turn,
-        });
-        let decision = self.settle(py, &event)?;
-        let by = decision.by().to_string();
-        Ok(match decision.flow {
-            Flow::PatchRequest(patch) => RequestVerdict {
-                patch: Some(patch),
-                by: Some(by),
-            },
-            _ => RequestVerdict {
-                patch: None,
-                by: None,
-            },
-        })
+        py.detach(|| self.session.completion_call(prompt, history, turn))
+            .map(RequestVerdict)
+            .map_err(|stop| errors::stopped(py, &stop))
     }
 
     /// For the benchmark (bench/python): `n` tool calls of `tool_name`
-    /// with `args` (JSON text) decided by Rust's own loop, as
-    /// [`Run::tool_call`] decides each (canonical form, the stack, the
-    /// verdict), the GIL released; the seconds they took.
+    /// with `args` (JSON text) decided by Rust's own loop, as `tool_call`
+    /// decides each, the GIL released; the seconds they took.
     fn _time_tool_calls(&self, py: Python<'_>, tool_name: &str, args: &str, n: u32) -> f64 {
         py.detach(|| {
             let started = std::time::Instant::now();
-            for i in 0..n {
-                let Some(asked) = hookbox::json::canonical(args) else {
-                    break;
-                };
-                let event = StepEvent::ToolCall(ToolCall {
-                    tool_name: tool_name.to_owned(),
-                    internal_call_id: format!("call-{i}"),
-                    tool_call_id: None,
-                    args: asked.clone(),
-                });
-                let outcome = self.door.decide(None, &event);
-                std::hint::black_box(verdict::tool_call(
-                    Stopped::settle(outcome, hookbox::EventKind::ToolCall),
-                    asked,
-                ));
+            for _ in 0..n {
+                let call = self.session.tool_call(tool_name.to_owned(), args, None);
+                std::hint::black_box(call).ok();
             }
             started.elapsed().as_secs_f64()
         })
@@ -222,27 +150,27 @@ impl Run {
     /// The run's id.
     #[getter]
     fn run_id(&self) -> &str {
-        self.door.run_id()
+        self.session.door().run_id()
     }
 
     /// The version of the stack the run is pinned to.
     #[getter]
     fn generation(&self) -> u64 {
-        self.generation
+        self.session.generation()
     }
 
     /// Whether the run has ended (or never started).
     #[getter]
     fn is_over(&self) -> bool {
-        self.door.is_over()
+        self.session.door().is_over()
     }
 
     fn __repr__(&self) -> String {
         format!(
             "<hookbox.Run {} on generation {}{}>",
-            self.door.run_id(),
-            self.generation,
-            if self.door.is_over() { ", over" } else { "" }
+            self.run_id(),
+            self.generation(),
+            if self.is_over() { ", over" } else { "" }
         )
     }
 }
@@ -464,17 +392,14 @@ impl ToolResultVerdict {
 
 /// What to change of the model call about to be made, for this turn only.
 #[pyclass(frozen, module = "hookbox")]
-pub struct RequestVerdict {
-    patch: Option<RequestPatch>,
-    by: Option<String>,
-}
+pub struct RequestVerdict(Request);
 
 #[pymethods]
 impl RequestVerdict {
     /// `continue` or `patch`.
     #[getter]
     fn kind(&self) -> &'static str {
-        if self.patch.is_some() {
+        if self.0.patch.is_some() {
             "patch"
         } else {
             "continue"
@@ -484,7 +409,7 @@ impl RequestVerdict {
     /// The plugin whose patch it is (the first, when several merged).
     #[getter]
     fn by(&self) -> Option<&str> {
-        self.by.as_deref()
+        self.0.by.as_deref()
     }
 
     /// The patch as a dict of the fields it sets (`preamble`,
@@ -493,7 +418,7 @@ impl RequestVerdict {
     /// `continue`.
     #[getter]
     fn patch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        match &self.patch {
+        match &self.0.patch {
             Some(patch) => Ok(pythonize::pythonize(py, patch)?),
             None => Ok(PyDict::new(py).into_any()),
         }
@@ -505,11 +430,7 @@ impl RequestVerdict {
     /// `<document id="...">` block. None when there is no text at all.
     #[pyo3(signature = (system = None))]
     fn system(&self, system: Option<String>) -> Option<String> {
-        let Some(patch) = &self.patch else {
-            return system;
-        };
-        let base = patch.preamble.clone().or(system);
-        verdict::with_context(base, patch.extra_context.clone())
+        self.0.system(system)
     }
 
     /// Refuses the patch where a framework cannot apply all of it: raises
@@ -521,31 +442,10 @@ impl RequestVerdict {
         framework: &str,
         supported: Vec<String>,
     ) -> PyResult<()> {
-        let Some(patch) = &self.patch else {
-            return Ok(());
-        };
-        let value = serde_json::to_value(patch).unwrap_or_default();
-        let unsupported: Vec<&str> = value
-            .as_object()
-            .into_iter()
-            .flat_map(|fields| fields.keys())
-            .map(String::as_str)
-            .filter(|field| !supported.iter().any(|s| s == field))
-            .collect();
-        if unsupported.is_empty() {
-            return Ok(());
-        }
-        let by: Arc<str> = Arc::from(self.by.as_deref().unwrap_or(hookbox::HOST));
-        let failure = FailClosed::new(
-            &by,
-            hookbox::Cause::UnsupportedFlow,
-            format!(
-                "patched the model request's {}, which {framework} cannot apply to a model call (it can apply {})",
-                unsupported.join(", "),
-                supported.join(", ")
-            ),
-        );
-        Err(errors::failed_closed(py, &failure))
+        let supported: Vec<&str> = supported.iter().map(String::as_str).collect();
+        self.0
+            .require_only(framework, &supported)
+            .map_err(|failure| errors::failed_closed(py, &failure))
     }
 
     fn __repr__(&self) -> String {
