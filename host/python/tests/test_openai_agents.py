@@ -165,3 +165,58 @@ def test_a_hosted_tool_is_refused_rather_than_left_unguarded(stack):
     with pytest.raises(hookbox.HookboxError, match="not a function tool"):
         Guard(stack).protect(agent)
 
+
+
+@pytest.mark.parametrize("as_object", [False, True])
+def test_an_agent_handed_off_to_is_guarded_too(stack, as_object):
+    from agents import handoff
+
+    world = World()
+    sub_model = ScriptedModel([[function_call("shell", {"command": "rm -rf /"}, call_id="c2")], [assistant_message("sub done")]])
+    sub = Agent(name="sub", model=sub_model, tools=world.tools)
+    main_model = ScriptedModel([[function_call("transfer_to_sub", {}, call_id="c1")]])
+    main = Agent(name="main", model=main_model, handoffs=[handoff(sub) if as_object else sub])
+    sub.handoffs = [main]  # a cycle, as real handoff graphs have
+    result = asyncio.run(Guard(stack).run(main, "go"))
+    assert world.ran == []
+    assert result.final_output == "sub done"
+
+
+def test_an_agent_used_as_a_tool_must_be_protected_itself(stack):
+    world = World()
+    inner_model = ScriptedModel([[function_call("shell", {"command": "rm -rf /"}, call_id="c2")], [assistant_message("inner done")]])
+    inner = Agent(name="inner", model=inner_model, tools=world.tools)
+    guard = Guard(stack)
+    with pytest.raises(hookbox.HookboxError, match="guard.protect"):
+        guard.protect(Agent(name="outer", tools=[inner.as_tool("helper", "helps")]))
+    outer_model = ScriptedModel([[function_call("helper", {"input": "go"}, call_id="c1")], [assistant_message("done")]])
+    outer = Agent(name="outer", model=outer_model, tools=[guard.protect(inner).as_tool("helper", "helps")])
+    asyncio.run(guard.run(outer, "go"))
+    assert world.ran == []
+
+
+def test_mcp_servers_are_refused_rather_than_left_unguarded(stack):
+    from agents.mcp import MCPServerStdio
+
+    server = MCPServerStdio(params={"command": "true"}, name="fs")
+    with pytest.raises(hookbox.HookboxError, match="MCP"):
+        Guard(stack).protect(Agent(name="worker", mcp_servers=[server]))
+
+
+def test_runner_run_without_the_model_input_filter_fails_closed_before_any_tool(stack):
+    from agents import Runner
+
+    world = World()
+    agent, model = world.agent("write_file", {"path": "a.txt", "text": "x"})
+    guard = Guard(stack)
+    with guard.session(), pytest.raises(ToolInputGuardrailTripwireTriggered) as tripped:
+        asyncio.run(Runner.run(guard.protect(agent), "write"))
+    assert "run_config=guard.run_config()" in str(tripped.value.output.output_info)
+    assert world.ran == []
+    # With both halves, the same call runs, and the patch reached the model.
+    world = World()
+    agent, model = world.agent("write_file", {"path": "a.txt", "text": "x"})
+    with guard.session():
+        asyncio.run(Runner.run(guard.protect(agent), "write", run_config=guard.run_config()))
+    assert len(world.ran) == 1
+    assert "<document id=\"house-rules\">" in model.calls[0].system_instructions

@@ -15,8 +15,18 @@ hookbox's guardrails. Each hookbox event maps to the SDK's own hook:
 | tool-result | tool output guardrail | allow | `reject_content` with the rewrite: what the model reads | — | `raise_exception`: `ToolOutputGuardrailTripwireTriggered` |
 
 A rewrite never grants: the SDK's own approvals (`needs_approval`) still
-decide. A tool that is not a function tool (a hosted tool) has no guardrail
-hook, so `protect` refuses an agent with one rather than leave it unguarded.
+decide. `protect` guards every agent a run can reach: the agents it hands
+off to (an `Agent`, or a `handoff()` whose agent is protected when the
+handoff is taken) and agents used as tools (which must be protected
+themselves: `guard.protect(inner).as_tool(...)`). What the SDK gives no
+guardrail hook is refused rather than left unguarded: a hosted tool, an MCP
+server's tools.
+
+`Runner.run` called directly must be given both halves of the guard, or the
+run fails closed before any tool runs or any output is returned:
+
+    with guard.session():
+        await Runner.run(guard.protect(agent), input, run_config=guard.run_config())
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from agents import (
     ToolInputGuardrailData,
     ToolOutputGuardrailData,
     input_guardrail,
+    output_guardrail,
     tool_input_guardrail,
     tool_output_guardrail,
 )
@@ -58,6 +69,8 @@ class _Session:
     prompt: str = ""
     turn: int = 0
     first: Optional[RequestVerdict] = None
+    # Whether the model input filter is installed (it ran for this model call).
+    filtered: bool = False
     # Tool call id → the arguments a guard rewrote, for the tool's invoker;
     # then the arguments it ran with, for its result.
     rewrites: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -95,6 +108,7 @@ class Guard:
         self._input = input_guardrail(name="hookbox", run_in_parallel=False)(self._first_turn)
         self._tool_input = tool_input_guardrail(name="hookbox")(self._tool_call)
         self._tool_output = tool_output_guardrail(name="hookbox")(self._tool_result)
+        self._output = output_guardrail(name="hookbox")(self._final_output)
 
     @contextlib.contextmanager
     def session(self, run_id: Optional[str] = None) -> Iterator[Run]:
@@ -106,8 +120,24 @@ class Guard:
             _SESSION.reset(token)
 
     def protect(self, agent: Agent[Any]) -> Agent[Any]:
-        """A copy of `agent` with hookbox's guardrails first on every tool
-        and its input, and on every agent it hands off to."""
+        """A copy of `agent` with hookbox's guardrails first on every tool,
+        its input and its output, and on every agent it can hand off to.
+
+        Raises `HookboxError` for what the SDK gives no guardrail hook (a
+        hosted tool, an MCP server) and for an agent used as a tool that
+        was not protected itself."""
+        return self._protect(agent, {})
+
+    def _protect(self, agent: Agent[Any], done: dict[int, Agent[Any]]) -> Agent[Any]:
+        if self._guards(agent):
+            return agent
+        if id(agent) in done:
+            return done[id(agent)]
+        if agent.mcp_servers:
+            raise HookboxError(
+                f"agent {agent.name!r} has MCP servers, whose tools the SDK runs without a function tool's guardrails; "
+                "guard the MCP server with `hookbox mcp` instead, or remove it"
+            )
         tools = []
         for tool in agent.tools:
             if not isinstance(tool, FunctionTool):
@@ -115,13 +145,37 @@ class Guard:
                     f"the tool {getattr(tool, 'name', tool)!r} of agent {agent.name!r} is not a function tool, "
                     "so the SDK gives it no guardrail hook and hookbox cannot guard it; remove it or wrap it in a function tool"
                 )
+            inner = getattr(tool, "_agent_instance", None) if getattr(tool, "_is_agent_tool", False) else None
+            if inner is not None and not self._guards(inner):
+                raise HookboxError(
+                    f"the tool {tool.name!r} of agent {agent.name!r} runs agent {inner.name!r}, whose own tools would run unguarded; "
+                    "make it from a protected agent: guard.protect(agent).as_tool(...)"
+                )
             tools.append(self._tool(tool))
-        handoffs = [self.protect(h) if isinstance(h, Agent) else h for h in agent.handoffs]
-        return agent.clone(
+        protected = agent.clone(
             tools=tools,
-            handoffs=handoffs,
             input_guardrails=[self._input, *agent.input_guardrails],
+            output_guardrails=[self._output, *agent.output_guardrails],
         )
+        done[id(agent)] = protected
+        protected.handoffs = [self._handoff(h, done) for h in agent.handoffs]
+        # Marked, so protecting it again (an agent used as a tool, a handoff
+        # taken) finds it guarded.
+        object.__setattr__(protected, "_hookbox_guard", self)
+        return protected
+
+    def _guards(self, agent: Any) -> bool:
+        return getattr(agent, "_hookbox_guard", None) is self
+
+    def _handoff(self, handoff: Any, done: dict[int, Agent[Any]]) -> Any:
+        if isinstance(handoff, Agent):
+            return self._protect(handoff, done)
+        invoke = handoff.on_invoke_handoff
+
+        async def protected_invoke(ctx: Any, args: str) -> Agent[Any]:
+            return self.protect(await invoke(ctx, args))
+
+        return dataclasses.replace(handoff, on_invoke_handoff=protected_invoke)
 
     def run_config(self, config: Optional[RunConfig] = None) -> RunConfig:
         """`config` (or a new one) with hookbox's model input filter; one
@@ -180,6 +234,7 @@ class Guard:
 
     async def _completion_call(self, data: CallModelData[Any]) -> ModelInputData:
         session = _session()
+        session.filtered = True
         session.turn += 1
         model = data.model_data
         if session.turn == 1 and session.first is not None:
@@ -196,6 +251,7 @@ class Guard:
         ctx = data.context
         try:
             session = _session()
+            _filtered(session)
             verdict = await session.run.atool_call(
                 ctx.tool_name, ctx.tool_arguments or "{}", tool_call_id=ctx.tool_call_id
             )
@@ -226,5 +282,22 @@ class Guard:
         if verdict.kind == "replace":
             return ToolGuardrailFunctionOutput.reject_content(message=verdict.text or "", output_info=verdict)
         return ToolGuardrailFunctionOutput.allow(output_info=verdict)
+
+    async def _final_output(self, ctx: Any, agent: Agent[Any], output: Any) -> GuardrailFunctionOutput:
+        try:
+            _filtered(_session())
+        except HookboxError as missing:
+            return GuardrailFunctionOutput(output_info=missing, tripwire_triggered=True)
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+
+
+def _filtered(session: _Session) -> None:
+    """Fails unless the model input filter has run: without it, the
+    guards' patches would be dropped and later turns never asked."""
+    if not session.filtered:
+        raise HookboxError(
+            "hookbox's model input filter is not installed, so the guards' request patches would be dropped: "
+            "pass run_config=guard.run_config() to Runner.run (Guard.run does)"
+        )
 
 
