@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import datetime
 from typing import Any
 
 import hookbox
 import pytest
 from hookbox.pydantic_ai import HookboxCapability
+from pydantic import BaseModel
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -139,3 +141,49 @@ def test_each_agent_run_is_a_hookbox_run_of_its_own(examples):
         agent.run_sync("hi")
         seen.append(sorted(world.returned))  # the two calls run concurrently
     assert seen == [["global=1 scratch=1", "global=2 scratch=2"]] * 2
+
+
+class Target(BaseModel):
+    path: str
+
+
+def test_rewritten_arguments_are_validated_as_the_models_would_be(examples, tmp_path):
+    stack = hookbox.Stack.from_files([examples[1]], config={"path-jail": {"root": str(tmp_path)}})
+    ran = []
+
+    def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            return ModelResponse(parts=[ToolCallPart("touch", {"path": "/etc/passwd", "when": "2026-01-01T00:00:00"}, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(model), capabilities=[HookboxCapability(stack)])
+
+    @agent.tool_plain
+    def touch(path: str, when: datetime.datetime) -> Target:
+        """Touch a file."""
+        ran.append((path, when))
+        return Target(path=path)
+
+    agent.run_sync("go")
+    assert ran == [(f"{tmp_path}/etc/passwd", datetime.datetime(2026, 1, 1))]
+
+
+def test_an_output_function_is_guarded_as_a_tool_call(stack):
+    from pydantic_ai import ToolOutput
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    ran = []
+
+    def shell(command: str) -> str:
+        """Run a command; its output is the answer."""
+        ran.append(command)
+        return "ok"
+
+    def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name, {"command": "rm -rf /"}, tool_call_id="c1")])
+
+    agent = Agent(FunctionModel(model), output_type=ToolOutput(shell, name="shell"),
+                  capabilities=[HookboxCapability(stack)])
+    with pytest.raises(UnexpectedModelBehavior):
+        agent.run_sync("go")
+    assert ran == []
