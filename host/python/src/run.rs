@@ -12,6 +12,8 @@
 //! Once a run has ended (a fail-closed, a terminate), every later event
 //! gets that end again: the same exception.
 
+use std::sync::RwLock;
+
 use hookbox::watch::Snapshot;
 use hookbox::{Decision as CoreDecision, Flow, Message, StepEvent};
 use hookbox_adapter::Session;
@@ -25,14 +27,44 @@ use crate::errors;
 /// One agent run's guards, pinned to the stack version it started on.
 #[pyclass(frozen, module = "hookbox")]
 pub struct Run {
-    session: Session,
+    /// `None` once closed: its instances have gone back to the runtime.
+    session: RwLock<Option<Session>>,
+    run_id: String,
+    generation: u64,
 }
 
 impl Run {
     pub fn open(snapshot: &Snapshot, run_id: String) -> Run {
         Run {
-            session: Session::open(&snapshot.stack, snapshot.generation, run_id),
+            session: RwLock::new(Some(Session::open(
+                &snapshot.stack,
+                snapshot.generation,
+                run_id.clone(),
+            ))),
+            run_id,
+            generation: snapshot.generation,
         }
+    }
+
+    /// `f` on the open session, the GIL released.
+    ///
+    /// # Errors
+    /// `FailedClosed` naming the host, cause `limit`, once the run is
+    /// closed.
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Session) -> T + Send) -> PyResult<T> {
+        let open = py.detach(|| {
+            let session = self.session.read().unwrap_or_else(|p| p.into_inner());
+            session.as_ref().map(f)
+        });
+        open.ok_or_else(|| {
+            errors::failed_closed(
+                py,
+                &hookbox::FailClosed::host(
+                    hookbox::Cause::Limit,
+                    format!("run {} is closed; start another", self.run_id),
+                ),
+            )
+        })
     }
 }
 
@@ -61,7 +93,7 @@ impl Run {
                 errors::invalid(py, format!("not an event in hookbox's JSON form: {e}"))
             })?
         };
-        match py.detach(|| self.session.send(&event)) {
+        match self.with(py, |s| s.send(&event))? {
             Ok(decision) => Ok(Decision(decision)),
             Err(failure) => Err(errors::failed_closed(py, &failure)),
         }
@@ -78,7 +110,7 @@ impl Run {
         tool_call_id: Option<String>,
     ) -> PyResult<ToolCallVerdict> {
         let args = json_text(py, args, "the arguments")?;
-        py.detach(|| self.session.tool_call(tool_name, &args, tool_call_id))
+        self.with(py, |s| s.tool_call(tool_name, &args, tool_call_id))?
             .map(ToolCallVerdict::of)
             .map_err(|stop| errors::stopped(py, &stop))
     }
@@ -95,10 +127,9 @@ impl Run {
         tool_call_id: Option<String>,
     ) -> PyResult<ToolResultVerdict> {
         let args = json_text(py, args, "the arguments")?;
-        let output = py.detach(|| {
-            self.session
-                .tool_result(tool_name, &args, result, tool_call_id)
-        });
+        let output = self.with(py, |s| {
+            s.tool_result(tool_name, &args, result, tool_call_id)
+        })?;
         match output.map_err(|stop| errors::stopped(py, &stop))? {
             Output::Replace { text, by } => Ok(ToolResultVerdict {
                 text: Some(text),
@@ -128,7 +159,7 @@ impl Run {
                 format!("the messages are not a list of {{role, content}} dicts: {e}"),
             )
         })?;
-        py.detach(|| self.session.completion_call(prompt, history, turn))
+        self.with(py, |s| s.completion_call(prompt, history, turn))?
             .map(RequestVerdict)
             .map_err(|stop| errors::stopped(py, &stop))
     }
@@ -136,33 +167,53 @@ impl Run {
     /// For the benchmark (bench/python): `n` tool calls of `tool_name`
     /// with `args` (JSON text) decided by Rust's own loop, as `tool_call`
     /// decides each, the GIL released; the seconds they took.
-    fn _time_tool_calls(&self, py: Python<'_>, tool_name: &str, args: &str, n: u32) -> f64 {
-        py.detach(|| {
+    fn _time_tool_calls(
+        &self,
+        py: Python<'_>,
+        tool_name: &str,
+        args: &str,
+        n: u32,
+    ) -> PyResult<f64> {
+        self.with(py, |session| {
             let started = std::time::Instant::now();
             for _ in 0..n {
-                let call = self.session.tool_call(tool_name.to_owned(), args, None);
+                let call = session.tool_call(tool_name.to_owned(), args, None);
                 std::hint::black_box(call).ok();
             }
             started.elapsed().as_secs_f64()
         })
     }
 
+    /// Ends the run now and gives its plugin instances back to the
+    /// runtime; every later event raises `FailedClosed`. (Dropping the
+    /// last reference to the run does the same, when Python collects it.)
+    fn close(&self, py: Python<'_>) {
+        let session = py.detach(|| {
+            self.session
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+        });
+        drop(session);
+    }
+
     /// The run's id.
     #[getter]
     fn run_id(&self) -> &str {
-        self.session.door().run_id()
+        &self.run_id
     }
 
     /// The version of the stack the run is pinned to.
     #[getter]
     fn generation(&self) -> u64 {
-        self.session.generation()
+        self.generation
     }
 
     /// Whether the run has ended (or never started).
     #[getter]
     fn is_over(&self) -> bool {
-        self.session.door().is_over()
+        let session = self.session.read().unwrap_or_else(|p| p.into_inner());
+        session.as_ref().is_none_or(|s| s.door().is_over())
     }
 
     fn __repr__(&self) -> String {

@@ -206,3 +206,16 @@ def test_a_shadow_guard_is_reported_and_never_acted_on(tmp_path):
     failed = run.send({"event": "tool-call", "tool_name": "puppet:panic", "args": {}})
     assert failed.flow == "continue" and failed.shadow[0]["fail_closed"]["cause"] == "trap"
     assert run.tool_call("puppet:panic", {}).kind == "run"
+
+
+def test_closing_a_run_gives_its_instances_back(examples):
+    stack = hookbox.Stack.from_files([examples[0]], max_instances=1)
+    with stack.start_run() as run:
+        assert run.tool_call("read_file", {}).kind == "run"
+        with pytest.raises(hookbox.FailedClosed) as busy:
+            stack.start_run().tool_call("read_file", {})
+        assert busy.value.cause == "limit" and "max_instances" in str(busy.value)
+    with pytest.raises(hookbox.FailedClosed, match="closed"):
+        run.tool_call("read_file", {})
+    assert run.is_over
+    assert stack.start_run().tool_call("read_file", {}).kind == "run"

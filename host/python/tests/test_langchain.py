@@ -4,7 +4,7 @@ fake chat model: no network, no key."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 import hookbox
 import pytest
@@ -12,7 +12,8 @@ from hookbox.langchain import HookboxMiddleware
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.types import Command
 
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 
@@ -145,3 +146,32 @@ def test_a_guard_trapping_on_a_tool_call_stops_before_the_tool(examples):
         world.invoke(stack, model, "go")
     assert (failed.value.plugin, failed.value.cause) == ("puppet", "trap")
     assert world.ran == [] and len(model_calls(model)) == 1
+
+
+def test_a_result_inside_a_command_is_guarded(stack):
+    @tool
+    def env(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+        """The environment."""
+        return Command(update={"messages": [ToolMessage(content=SECRET, tool_call_id=tool_call_id)]})
+
+    world, model = World(), scripted("env", {})
+    world.tools = [env]
+    world.invoke(stack, model, "look")
+    [seen] = tool_messages(model)
+    assert "wJalrXUtnFEMI" not in seen and "[REDACTED]" in seen
+
+
+def test_an_invocation_ending_in_an_error_lets_its_run_go(examples):
+    class Failing(ScriptedChat):
+        def _generate(self, *args: Any, **kwargs: Any) -> Any:
+            raise RuntimeError("provider 500")
+
+    stack = hookbox.Stack.from_files([examples[0]], max_instances=2)
+    world = World()
+    for _ in range(4):
+        with pytest.raises(RuntimeError, match="provider 500"):
+            world.invoke(stack, Failing(sent=[], messages=iter([])), "hi")
+        assert world.middleware._runs == {}
+    # The instance slots were given back: a healthy agent still runs.
+    result = world.invoke(stack, scripted("shell", {"command": "ls"}), "hi")
+    assert result["messages"][-1].content == "done"

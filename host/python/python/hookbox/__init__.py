@@ -220,6 +220,19 @@ class Run:
         """`completion_call`, on a worker thread."""
         return await asyncio.to_thread(self._native.completion_call, prompt, messages, turn)
 
+    def close(self) -> None:
+        """Ends the run now, giving its plugin instances back to the
+        runtime; every later event raises `FailedClosed`. A run is also
+        closed when Python collects it; `with stack.start_run() as run:`
+        closes it at the block's end."""
+        self._native.close()
+
+    def __enter__(self) -> Run:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     @property
     def run_id(self) -> str:
         """The run's id."""

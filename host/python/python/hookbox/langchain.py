@@ -15,22 +15,34 @@ sync and async alike:
 | tool-result | `wrap_tool_call`, after the tool | its `ToolMessage` | the `ToolMessage` with the rewritten content | — | raised |
 
 A rewrite never grants: LangChain's own human-in-the-loop middleware
-still decides. A tool that answers with a `Command` (a graph jump) rather
-than a `ToolMessage` has no result text to guard: it is passed on, and
-only its call was guarded.
+still decides. A tool that answers with a `Command` has each `ToolMessage`
+of its update guarded as a result.
+
+An invocation that ends in an exception never reaches `after_agent`, so
+the middleware lets its run go as the exception passes: a stop raised by
+the guards, and an error out of the model call or the tool (a provider's
+error, a tool's own exception), but not LangGraph's interrupts, after which
+the invocation resumes. Put `HookboxMiddleware` first in the list, outside
+any retrying middleware, so an error that reaches it is the invocation's
+end. A run whose invocation ended otherwise (a graph error between steps)
+is let go once it has been idle for `idle_secs` (300 s by default),
+checked as each invocation starts.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Optional
 
 from langchain.agents import AgentState
 from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse, ToolCallRequest
 from langchain_core.messages import SystemMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
 
 from . import FailedClosed, RequestVerdict, Stopped, Run, Stack, ToolCallVerdict, ToolResultVerdict
 from ._messages import from_langchain, text_of
@@ -54,12 +66,13 @@ class HookboxState(AgentState):
 
 
 class _Live:
-    __slots__ = ("run", "prompt", "turns")
+    __slots__ = ("run", "prompt", "turns", "used")
 
     def __init__(self, run: Run, prompt: str) -> None:
         self.run = run
         self.prompt = prompt
         self.turns = 0
+        self.used = time.monotonic()
 
 
 class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
@@ -67,9 +80,10 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     state_schema = HookboxState
 
-    def __init__(self, stack: Stack) -> None:
+    def __init__(self, stack: Stack, *, idle_secs: float = 300) -> None:
         super().__init__()
         self.stack = stack
+        self.idle_secs = idle_secs
         self._runs: dict[str, _Live] = {}
         self._lock = threading.Lock()
 
@@ -80,6 +94,12 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     # The run: one per invocation.
 
     def before_agent(self, state: Any, runtime: Any) -> dict[str, Any]:
+        now = time.monotonic()
+        with self._lock:
+            idle = [k for k, live in self._runs.items() if now - live.used > self.idle_secs]
+            ended = [self._runs.pop(k) for k in idle]
+        for live in ended:
+            live.run.close()
         run = self.stack.start_run()
         prompt = next((text_of(m.content) for m in state["messages"] if getattr(m, "type", "") == "human"), "")
         with self._lock:
@@ -91,25 +111,33 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def after_agent(self, state: Any, runtime: Any) -> None:
         with self._lock:
-            self._runs.pop(state.get("hookbox_run", ""), None)
+            live = self._runs.pop(state.get("hookbox_run", ""), None)
+        if live is not None:
+            live.run.close()
 
     async def aafter_agent(self, state: Any, runtime: Any) -> None:
         self.after_agent(state, runtime)
 
     @contextlib.contextmanager
     def _asking(self, live: _Live) -> Iterator[None]:
-        """A stop ends the invocation: its run is let go now, since
-        `after_agent` will not be called."""
+        """A stop, or an error out of the model or the tool, ends the
+        invocation: its run is let go now, since `after_agent` will not be
+        called. An interrupt is a pause, not an end."""
         try:
             yield
-        except Stopped:
+        except GraphBubbleUp:
+            raise
+        except BaseException:
             with self._lock:
                 self._runs.pop(live.run.run_id, None)
+            live.run.close()
             raise
 
     def _live(self, state: Any) -> _Live:
         with self._lock:
             live = self._runs.get(state.get("hookbox_run", "") if state else "")
+            if live is not None:
+                live.used = time.monotonic()
         if live is None:
             raise FailedClosed(
                 "hookbox stopped the run: no hookbox run for this invocation (is HookboxMiddleware in the agent's middleware?)",
@@ -159,8 +187,7 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         live, messages, system = self._ask_model(request)
         with self._asking(live):
             verdict = live.run.completion_call(live.prompt, messages, live.turns)
-            request = self._patched(request, verdict, system)
-        return handler(request)
+            return handler(self._patched(request, verdict, system))
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
@@ -168,8 +195,7 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         live, messages, system = self._ask_model(request)
         with self._asking(live):
             verdict = await live.run.acompletion_call(live.prompt, messages, live.turns)
-            request = self._patched(request, verdict, system)
-        return await handler(request)
+            return await handler(self._patched(request, verdict, system))
 
     # Tool calls and their results.
 
@@ -181,12 +207,10 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if verdict.kind != "run":
             return _refused(call, verdict)
         request, args = _with_args(request, verdict)
-        answer = handler(request)
-        if not isinstance(answer, ToolMessage):
-            return answer
         with self._asking(live):
-            result = live.run.tool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
-        return _with_result(answer, result)
+            answer = handler(request)
+            return _guarded(answer, lambda message: live.run.tool_result(
+                call["name"], args, text_of(message.content), tool_call_id=message.tool_call_id or call.get("id")))
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Awaitable[Any]]) -> Any:
         call = request.tool_call
@@ -196,12 +220,13 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         if verdict.kind != "run":
             return _refused(call, verdict)
         request, args = _with_args(request, verdict)
-        answer = await handler(request)
-        if not isinstance(answer, ToolMessage):
-            return answer
         with self._asking(live):
-            result = await live.run.atool_result(call["name"], args, text_of(answer.content), tool_call_id=call.get("id"))
-        return _with_result(answer, result)
+            answer = await handler(request)
+            verdicts = {}
+            for message in _tool_messages(answer):
+                verdicts[id(message)] = await live.run.atool_result(
+                    call["name"], args, text_of(message.content), tool_call_id=message.tool_call_id or call.get("id"))
+            return _guarded(answer, lambda message: verdicts[id(message)])
 
 
 def _refused(call: Any, verdict: ToolCallVerdict) -> ToolMessage:
@@ -215,10 +240,32 @@ def _with_args(request: ToolCallRequest, verdict: ToolCallVerdict) -> tuple[Tool
     return request, args
 
 
-def _with_result(answer: ToolMessage, verdict: ToolResultVerdict) -> ToolMessage:
-    if verdict.kind == "replace":
-        return answer.model_copy(update={"content": verdict.text})
-    return answer
+def _tool_messages(answer: Any) -> list[ToolMessage]:
+    """The results in a tool's answer: a `ToolMessage`, or those of a
+    `Command`'s update."""
+    if isinstance(answer, ToolMessage):
+        return [answer]
+    update = getattr(answer, "update", None)
+    messages = update.get("messages", []) if isinstance(update, dict) else []
+    return [m for m in messages if isinstance(m, ToolMessage)]
+
+
+def _guarded(answer: Any, verdict_of: Callable[[ToolMessage], ToolResultVerdict]) -> Any:
+    """`answer` with each of its results as the guards let the model read
+    it."""
+    def guarded(message: ToolMessage) -> ToolMessage:
+        verdict = verdict_of(message)
+        if verdict.kind == "replace":
+            return message.model_copy(update={"content": verdict.text})
+        return message
+
+    if isinstance(answer, ToolMessage):
+        return guarded(answer)
+    if not _tool_messages(answer):
+        return answer
+    update = dict(answer.update)
+    update["messages"] = [guarded(m) if isinstance(m, ToolMessage) else m for m in update["messages"]]
+    return dataclasses.replace(answer, update=update)
 
 
 def _tool_name(tool: Any) -> str:
