@@ -3,8 +3,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use hookbox::watch::{Snapshot, StackSource};
@@ -26,12 +26,27 @@ pub struct Stack {
     next_run: AtomicU64,
 }
 
+/// The process's runtime for `max_instances`: stacks made with the same
+/// setting share one engine and one pool of instance slots. A runtime
+/// reserves address space for every slot up front (terabytes, with the
+/// default 1000), so one per stack would run a process out of it after a
+/// dozen stacks.
 fn runtime(py: Python<'_>, max_instances: Option<u32>) -> PyResult<Runtime> {
+    static RUNTIMES: OnceLock<Mutex<HashMap<Option<u32>, Runtime>>> = OnceLock::new();
+    let mut runtimes = RUNTIMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some(runtime) = runtimes.get(&max_instances) {
+        return Ok(runtime.clone());
+    }
     let mut config = RuntimeConfig::default();
     if let Some(max) = max_instances {
         config.max_instances = max;
     }
-    Runtime::new(config).map_err(|e| errors::load(py, e.to_string()))
+    let runtime = Runtime::new(config).map_err(|e| errors::load(py, e.to_string()))?;
+    runtimes.insert(max_instances, runtime.clone());
+    Ok(runtime)
 }
 
 #[pymethods]
@@ -94,6 +109,12 @@ impl Stack {
                     Plugin::from_file(&runtime, path, options).map_err(|e| e.to_string())?;
                 names.push(plugin.name().to_owned());
                 stack.push_plugin(Arc::new(plugin));
+            }
+            if let Some(unknown) = config.keys().next() {
+                return Err(format!(
+                    "config names a plugin `{unknown}`, and no file here is named so (plugins: {}); a plugin's name is its file stem",
+                    names.join(", ")
+                ));
             }
             Ok::<_, String>((stack, names))
         });

@@ -219,3 +219,14 @@ def test_closing_a_run_gives_its_instances_back(examples):
         run.tool_call("read_file", {})
     assert run.is_over
     assert stack.start_run().tool_call("read_file", {}).kind == "run"
+
+
+def test_config_for_a_plugin_that_is_not_there_is_a_load_error(examples):
+    with pytest.raises(hookbox.LoadError, match="path_jail"):
+        hookbox.Stack.from_files(examples, config={"path_jail": {"root": "/srv"}})
+
+
+def test_a_process_can_hold_many_stacks(examples):
+    # Each would reserve terabytes of address space with a runtime of its own.
+    stacks = [hookbox.Stack.from_files(examples) for _ in range(40)]
+    assert all(s.start_run().tool_call("read_file", {}).kind == "run" for s in stacks)

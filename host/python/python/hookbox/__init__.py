@@ -17,7 +17,7 @@ later event of that run raises the same.
 Every guard call releases the GIL: threads drive runs at once, and the
 `a`-prefixed methods (`asend`, `atool_call` ...) run the call on a worker
 thread so the event loop goes on. Framework guards: `hookbox.openai_agents`,
-`hookbox.langchain`.
+`hookbox.langchain`, `hookbox.pydantic_ai`.
 """
 
 from __future__ import annotations
@@ -75,7 +75,9 @@ class Stack:
         every `*.wasm` in it). Watched: a change loads in the background and
         new runs take it, while runs already started keep the version they
         started on. `watch=False` loads it once. `max_instances` bounds the
-        plugin instances live at once (a run holds one per plugin).
+        plugin instances live at once (a run holds one per plugin); stacks
+        made with the same `max_instances` share one runtime, and so that
+        bound.
 
         Raises `LoadError` when the directory cannot be read or watched; a
         plugin that does not load is listed in `plugins` with its error (and
