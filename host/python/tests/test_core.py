@@ -228,5 +228,5 @@ def test_config_for_a_plugin_that_is_not_there_is_a_load_error(examples):
 
 def test_a_process_can_hold_many_stacks(examples):
     # Each would reserve terabytes of address space with a runtime of its own.
-    stacks = [hookbox.Stack.from_files(examples) for _ in range(40)]
+    stacks = [hookbox.Stack.from_files(examples) for _ in range(20)]
     assert all(s.start_run().tool_call("read_file", {}).kind == "run" for s in stacks)
