@@ -18,6 +18,7 @@
 //! by its plugin's deadline, so Ctrl-C is seen as soon as the call returns.
 
 mod errors;
+mod finite;
 mod run;
 mod stack;
 

@@ -73,7 +73,7 @@ fn json_text(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<S
     if let Ok(text) = value.cast::<PyString>() {
         return Ok(text.to_str()?.to_owned());
     }
-    let value: serde_json::Value = pythonize::depythonize(value)
+    let crate::finite::Finite(value) = pythonize::depythonize(value)
         .map_err(|e| errors::invalid(py, format!("{what} cannot be written as JSON: {e}")))?;
     Ok(value.to_string())
 }

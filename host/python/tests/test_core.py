@@ -230,3 +230,9 @@ def test_a_process_can_hold_many_stacks(examples):
     # Each would reserve terabytes of address space with a runtime of its own.
     stacks = [hookbox.Stack.from_files(examples) for _ in range(20)]
     assert all(s.start_run().tool_call("read_file", {}).kind == "run" for s in stacks)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_a_number_json_cannot_carry_is_refused_not_checked_as_null(stack, value):
+    with pytest.raises(hookbox.InvalidEvent, match="JSON can carry"):
+        stack.start_run().tool_call("write_file", {"path": "a", "size": value})
