@@ -236,7 +236,7 @@ impl Decision {
     /// patch-request, fail, retry or repair.
     #[getter]
     fn flow(&self) -> &'static str {
-        flow_name(&self.0.flow)
+        self.0.flow.name()
     }
 
     /// The plugin that decided (None when every plugin continued).
@@ -320,20 +320,6 @@ impl Decision {
             "<hookbox.Decision {}>",
             hookbox::outcome_json(&Ok(self.0.clone()))
         )
-    }
-}
-
-fn flow_name(flow: &Flow) -> &'static str {
-    match flow {
-        Flow::Continue => "continue",
-        Flow::Terminate(_) => "terminate",
-        Flow::Skip(_) => "skip",
-        Flow::RewriteArgs(_) => "rewrite-args",
-        Flow::RewriteResult(_) => "rewrite-result",
-        Flow::PatchRequest(_) => "patch-request",
-        Flow::Fail => "fail",
-        Flow::Retry(_) => "retry",
-        Flow::Repair(_) => "repair",
     }
 }
 

@@ -169,7 +169,7 @@ impl Stack {
                 entry.set_item("name", &p.name)?;
                 entry.set_item("file", &p.file)?;
                 entry.set_item("required", p.required)?;
-                entry.set_item("mode", format!("{:?}", p.mode).to_lowercase())?;
+                entry.set_item("mode", p.mode.name())?;
                 entry.set_item("loaded", p.result.is_ok())?;
                 if let Err(e) = &p.result {
                     entry.set_item("error", e.to_string())?;
