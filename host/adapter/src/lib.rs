@@ -13,7 +13,8 @@
 //!   browser: a foreign `Origin` or `Host` is refused);
 //! - [`Session`]: a run asked in the terms a language binding's framework
 //!   guards share (tool call, tool result, model call), so the Python and
-//!   Node bindings keep no rule of their own;
+//!   Node bindings keep no rule of their own; [`binding`]: the stack and
+//!   run those bindings wrap;
 //! - asking from an async loop (feature `tokio`, on by default) without
 //!   holding up its executor, the caller's span and subscriber carried.
 //!
@@ -36,6 +37,7 @@
 //! The stop a decision means is the core's: [`hookbox::Stopped::of`] and
 //! [`hookbox::Stopped::settle`]; the host's own name is [`hookbox::HOST`].
 
+pub mod binding;
 mod door;
 pub mod gate;
 pub mod session;

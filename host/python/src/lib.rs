@@ -5,9 +5,9 @@
 //!
 //! | Python | Rust underneath |
 //! |---|---|
-//! | `Stack.from_directory(dir)` | [`hookbox::watch::StackSource::watch`]: hot-reloaded, each run pinned to the snapshot it started on |
-//! | `Stack.from_files(paths)` | [`hookbox::Plugin::from_file`] into one fixed [`hookbox::HookStack`] |
-//! | `stack.start_run()` | [`hookbox_adapter::Session::open`] on the newest snapshot |
+//! | `Stack.from_directory(dir)` | [`hookbox_adapter::binding::Stack::directory`]: hot-reloaded, each run pinned to the snapshot it started on |
+//! | `Stack.from_files(paths)` | [`hookbox_adapter::binding::Stack::files`]: one fixed stack |
+//! | `stack.start_run()` | [`hookbox_adapter::binding::Stack::start_run`]: a session on the newest snapshot |
 //! | `run.send(event)` | [`hookbox_adapter::Session::send`], the GIL released; a fail-closed raises `FailedClosed` |
 //! | `run.tool_call(...)` | [`hookbox_adapter::Session::tool_call`]; a stop raises `FailedClosed` or `Terminated` |
 //! | `run.tool_result(...)` | [`hookbox_adapter::Session::tool_result`] |

@@ -12,13 +12,11 @@
 //! Once a run has ended (a fail-closed, a terminate), every later event
 //! gets that end again: the same exception.
 
-use std::sync::RwLock;
-
-use hookbox::watch::Snapshot;
 use hookbox::{Decision as CoreDecision, Flow, Message, StepEvent};
 use hookbox_adapter::Session;
+use hookbox_adapter::binding::{self, CallAnswer};
 use hookbox_adapter::session::Request;
-use hookbox_adapter::verdict::{Call, Output};
+use hookbox_adapter::verdict::Output;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -26,45 +24,17 @@ use crate::errors;
 
 /// One agent run's guards, pinned to the stack version it started on.
 #[pyclass(frozen, module = "hookbox")]
-pub struct Run {
-    /// `None` once closed: its instances have gone back to the runtime.
-    session: RwLock<Option<Session>>,
-    run_id: String,
-    generation: u64,
-}
+pub struct Run(pub binding::Run);
 
 impl Run {
-    pub fn open(snapshot: &Snapshot, run_id: String) -> Run {
-        Run {
-            session: RwLock::new(Some(Session::open(
-                &snapshot.stack,
-                snapshot.generation,
-                run_id.clone(),
-            ))),
-            run_id,
-            generation: snapshot.generation,
-        }
-    }
-
     /// `f` on the open session, the GIL released.
     ///
     /// # Errors
     /// `FailedClosed` naming the host, cause `limit`, once the run is
     /// closed.
     fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Session) -> T + Send) -> PyResult<T> {
-        let open = py.detach(|| {
-            let session = self.session.read().unwrap_or_else(|p| p.into_inner());
-            session.as_ref().map(f)
-        });
-        open.ok_or_else(|| {
-            errors::failed_closed(
-                py,
-                &hookbox::FailClosed::host(
-                    hookbox::Cause::Limit,
-                    format!("run {} is closed; start another", self.run_id),
-                ),
-            )
-        })
+        py.detach(|| self.0.with(f))
+            .map_err(|failure| errors::failed_closed(py, &failure))
     }
 }
 
@@ -111,7 +81,7 @@ impl Run {
     ) -> PyResult<ToolCallVerdict> {
         let args = json_text(py, args, "the arguments")?;
         self.with(py, |s| s.tool_call(tool_name, &args, tool_call_id))?
-            .map(ToolCallVerdict::of)
+            .map(|call| ToolCallVerdict(call.into()))
             .map_err(|stop| errors::stopped(py, &stop))
     }
 
@@ -188,32 +158,25 @@ impl Run {
     /// runtime; every later event raises `FailedClosed`. (Dropping the
     /// last reference to the run does the same, when Python collects it.)
     fn close(&self, py: Python<'_>) {
-        let session = py.detach(|| {
-            self.session
-                .write()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-        });
-        drop(session);
+        py.detach(|| self.0.close());
     }
 
     /// The run's id.
     #[getter]
     fn run_id(&self) -> &str {
-        &self.run_id
+        self.0.run_id()
     }
 
     /// The version of the stack the run is pinned to.
     #[getter]
     fn generation(&self) -> u64 {
-        self.generation
+        self.0.generation()
     }
 
     /// Whether the run has ended (or never started).
     #[getter]
     fn is_over(&self) -> bool {
-        let session = self.session.read().unwrap_or_else(|p| p.into_inner());
-        session.as_ref().is_none_or(|s| s.door().is_over())
+        self.0.is_over()
     }
 
     fn __repr__(&self) -> String {
@@ -324,64 +287,47 @@ impl Decision {
 }
 
 /// What to do with a tool call.
-#[pyclass(frozen, module = "hookbox", get_all)]
-pub struct ToolCallVerdict {
-    /// `run`, `skip` or `refuse`.
-    kind: &'static str,
-    /// `run`: the arguments to run the tool with, JSON object text (a
-    /// guard's rewrite, or what was asked in canonical form). `skip`: what
-    /// the skipping guard saw.
-    args: Option<String>,
-    /// `skip`: the answer the model gets instead of the tool's result.
-    /// `refuse`: why the call did not run, for the model or the user.
-    reason: Option<String>,
-    /// The plugin that rewrote (`run`), skipped or refused the call.
-    by: Option<String>,
-}
-
-impl ToolCallVerdict {
-    fn of(call: Call) -> ToolCallVerdict {
-        match call {
-            Call::Run { args, rewritten_by } => ToolCallVerdict {
-                kind: "run",
-                args: Some(args),
-                reason: None,
-                by: rewritten_by.map(|by| by.to_string()),
-            },
-            Call::Skip { reason, args, by } => ToolCallVerdict {
-                kind: "skip",
-                args: Some(args),
-                reason: Some(reason),
-                by: Some(by.to_string()),
-            },
-            Call::Refuse { by, why } => ToolCallVerdict {
-                kind: "refuse",
-                args: None,
-                reason: Some(why),
-                by: Some(by.to_string()),
-            },
-            // `Run::tool_call` raises a stop instead.
-            Call::Stop(stop) => ToolCallVerdict {
-                kind: "refuse",
-                args: None,
-                reason: Some(stop.reason()),
-                by: Some(hookbox::HOST.to_owned()),
-            },
-        }
-    }
-}
+#[pyclass(frozen, module = "hookbox")]
+pub struct ToolCallVerdict(CallAnswer);
 
 #[pymethods]
 impl ToolCallVerdict {
+    /// `run`, `skip` or `refuse`.
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.0.kind
+    }
+
+    /// `run`: the arguments to run the tool with, JSON object text (a
+    /// guard's rewrite, or what was asked in canonical form). `skip`: what
+    /// the skipping guard saw.
+    #[getter]
+    fn args(&self) -> Option<&str> {
+        self.0.args.as_deref()
+    }
+
+    /// `skip`: the answer the model gets instead of the tool's result.
+    /// `refuse`: why the call did not run, for the model or the user.
+    #[getter]
+    fn reason(&self) -> Option<&str> {
+        self.0.reason.as_deref()
+    }
+
+    /// The plugin that rewrote (`run`), skipped or refused the call.
+    #[getter]
+    fn by(&self) -> Option<&str> {
+        self.0.by.as_deref()
+    }
+
     /// Whether a guard rewrote the arguments.
     #[getter]
     fn rewritten(&self) -> bool {
-        self.kind == "run" && self.by.is_some()
+        self.0.rewritten()
     }
 
     /// The arguments to run with, as a dict (`run` only).
     fn args_dict<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let Some(args) = self.args.as_deref().filter(|_| self.kind == "run") else {
+        let Some(args) = self.0.args.as_deref().filter(|_| self.0.kind == "run") else {
             return Ok(None);
         };
         let value: serde_json::Value = serde_json::from_str(args)
@@ -392,8 +338,9 @@ impl ToolCallVerdict {
     fn __repr__(&self) -> String {
         format!(
             "<hookbox.ToolCallVerdict {}{}>",
-            self.kind,
-            self.by
+            self.0.kind,
+            self.0
+                .by
                 .as_ref()
                 .map(|b| format!(" by {b}"))
                 .unwrap_or_default()

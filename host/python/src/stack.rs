@@ -3,12 +3,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use hookbox::watch::{Snapshot, StackSource};
-use hookbox::{HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig};
+use hookbox_adapter::binding;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -17,37 +14,7 @@ use crate::run::Run;
 
 /// A stack of guard plugins that runs start on.
 #[pyclass(frozen, module = "hookbox")]
-pub struct Stack {
-    source: StackSource,
-    /// The plugins' names, for a stack of files (a directory's snapshot
-    /// lists its own).
-    names: Vec<String>,
-    /// Numbers the runs started without an id.
-    next_run: AtomicU64,
-}
-
-/// The process's runtime for `max_instances`: stacks made with the same
-/// setting share one engine and one pool of instance slots. A runtime
-/// reserves address space for every slot up front (terabytes, with the
-/// default 1000), so one per stack would run a process out of it after a
-/// dozen stacks.
-fn runtime(py: Python<'_>, max_instances: Option<u32>) -> PyResult<Runtime> {
-    static RUNTIMES: OnceLock<Mutex<HashMap<Option<u32>, Runtime>>> = OnceLock::new();
-    let mut runtimes = RUNTIMES
-        .get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(runtime) = runtimes.get(&max_instances) {
-        return Ok(runtime.clone());
-    }
-    let mut config = RuntimeConfig::default();
-    if let Some(max) = max_instances {
-        config.max_instances = max;
-    }
-    let runtime = Runtime::new(config).map_err(|e| errors::load(py, e.to_string()))?;
-    runtimes.insert(max_instances, runtime.clone());
-    Ok(runtime)
-}
+pub struct Stack(binding::Stack);
 
 #[pymethods]
 impl Stack {
@@ -64,24 +31,10 @@ impl Stack {
         debounce_ms: u64,
         max_instances: Option<u32>,
     ) -> PyResult<Stack> {
-        let runtime = runtime(py, max_instances)?;
-        let source = py.detach(|| {
-            if watch {
-                StackSource::watch(&runtime, &directory, Duration::from_millis(debounce_ms))
-                    .map_err(|e| e.to_string())
-            } else {
-                hookbox::directory::load(&runtime, &directory)
-                    .map(|loaded| {
-                        StackSource::Fixed(Arc::new(Snapshot {
-                            plugins: loaded.plugins,
-                            ..Snapshot::of_stack(loaded.stack)
-                        }))
-                    })
-                    .map_err(|e| e.to_string())
-            }
-        });
-        let source = source.map_err(|e| errors::load(py, e))?;
-        Ok(Stack::new(source, Vec::new()))
+        let debounce = watch.then(|| Duration::from_millis(debounce_ms));
+        py.detach(|| binding::Stack::directory(&directory, debounce, max_instances))
+            .map(Stack)
+            .map_err(|e| errors::load(py, e.to_string()))
     }
 
     /// The plugins at `paths`, in order, each named for its file stem;
@@ -94,32 +47,10 @@ impl Stack {
         config: Option<HashMap<String, BTreeMap<String, String>>>,
         max_instances: Option<u32>,
     ) -> PyResult<Stack> {
-        let runtime = runtime(py, max_instances)?;
-        let mut config = config.unwrap_or_default();
-        let loaded = py.detach(|| {
-            let mut stack = HookStack::new();
-            let mut names = Vec::new();
-            for path in &paths {
-                let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned());
-                let options = PluginOptions {
-                    config: stem.and_then(|s| config.remove(&s)).unwrap_or_default(),
-                    ..PluginOptions::default()
-                };
-                let plugin =
-                    Plugin::from_file(&runtime, path, options).map_err(|e| e.to_string())?;
-                names.push(plugin.name().to_owned());
-                stack.push_plugin(Arc::new(plugin));
-            }
-            if let Some(unknown) = config.keys().next() {
-                return Err(format!(
-                    "config names a plugin `{unknown}`, and no file here is named so (plugins: {}); a plugin's name is its file stem",
-                    names.join(", ")
-                ));
-            }
-            Ok::<_, String>((stack, names))
-        });
-        let (stack, names) = loaded.map_err(|e| errors::load(py, e))?;
-        Ok(Stack::new(StackSource::fixed(stack), names))
+        let config = config.unwrap_or_default();
+        py.detach(|| binding::Stack::files(&paths, config, max_instances))
+            .map(Stack)
+            .map_err(|e| errors::load(py, e.to_string()))
     }
 
     /// Starts a run on the newest version of the stack; it keeps that
@@ -128,19 +59,14 @@ impl Stack {
     /// naming hookbox, cause `limit`, on every event.
     #[pyo3(signature = (run_id = None))]
     fn start_run(&self, py: Python<'_>, run_id: Option<String>) -> Run {
-        let run_id = run_id.unwrap_or_else(|| {
-            let n = self.next_run.fetch_add(1, Ordering::Relaxed);
-            format!("py-{}-{n}", std::process::id())
-        });
-        let snapshot = self.source.snapshot();
-        py.detach(|| Run::open(&snapshot, run_id))
+        Run(py.detach(|| self.0.start_run(run_id, "py")))
     }
 
     /// The version of the stack new runs start on: 1, and one more per
     /// reload of a watched directory.
     #[getter]
     fn generation(&self) -> u64 {
-        self.source.snapshot().generation
+        self.0.generation()
     }
 
     /// Each plugin of a directory and how it loaded: dicts of `name`,
@@ -148,31 +74,20 @@ impl Stack {
     /// A stack of files lists its plugins by name.
     #[getter]
     fn plugins<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let snapshot = self.source.snapshot();
-        if snapshot.plugins.is_empty() {
-            return self
-                .names
-                .iter()
-                .map(|name| {
-                    let entry = PyDict::new(py);
-                    entry.set_item("name", name)?;
-                    entry.set_item("loaded", true)?;
-                    Ok(entry)
-                })
-                .collect();
-        }
-        snapshot
-            .plugins
-            .iter()
+        self.0
+            .plugins()
+            .into_iter()
             .map(|p| {
                 let entry = PyDict::new(py);
-                entry.set_item("name", &p.name)?;
-                entry.set_item("file", &p.file)?;
-                entry.set_item("required", p.required)?;
-                entry.set_item("mode", p.mode.name())?;
-                entry.set_item("loaded", p.result.is_ok())?;
-                if let Err(e) = &p.result {
-                    entry.set_item("error", e.to_string())?;
+                entry.set_item("name", p.name)?;
+                if let (Some(file), Some(required), Some(mode)) = (p.file, p.required, p.mode) {
+                    entry.set_item("file", file)?;
+                    entry.set_item("required", required)?;
+                    entry.set_item("mode", mode)?;
+                }
+                entry.set_item("loaded", p.loaded)?;
+                if let Some(error) = p.error {
+                    entry.set_item("error", error)?;
                 }
                 Ok(entry)
             })
@@ -183,34 +98,20 @@ impl Stack {
     /// stack stays live), if it could not.
     #[getter]
     fn directory_error(&self) -> Option<String> {
-        self.source.snapshot().directory_error.clone()
+        self.0.directory_error()
     }
 
     /// Reloads a watched directory now, without waiting for the watcher;
     /// returns the new generation.
     fn reload(&self, py: Python<'_>) -> u64 {
-        if let StackSource::Watched(watcher) = &self.source {
-            py.detach(|| watcher.reload_now());
-        }
-        self.source.snapshot().generation
+        py.detach(|| self.0.reload())
     }
 
     fn __repr__(&self) -> String {
-        let snapshot = self.source.snapshot();
         format!(
             "<hookbox.Stack generation {} of {} plugins>",
-            snapshot.generation,
-            snapshot.stack.len()
+            self.0.generation(),
+            self.0.len()
         )
-    }
-}
-
-impl Stack {
-    fn new(source: StackSource, names: Vec<String>) -> Stack {
-        Stack {
-            source,
-            names,
-            next_run: AtomicU64::new(0),
-        }
     }
 }
