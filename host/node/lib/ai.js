@@ -299,8 +299,12 @@ function outputText(output) {
   return JSON.stringify(output.value ?? null);
 }
 
+/** The answer's text, as rig's adapter gives it: text parts only, tool calls have their own event. */
 function answerText(content) {
-  return content.map(partText).filter(Boolean).join('\n');
+  return content
+    .filter((part) => part.type === 'text')
+    .map((part) => part.text)
+    .join('');
 }
 
 function usageOf(usage) {
