@@ -1,7 +1,7 @@
 // hookbox guards for the Vercel AI SDK (`ai` 7).
 //
 //   const guard = new Guard(Stack.fromDirectory('plugins'));
-//   using run = guard.startRun();
+//   const run = guard.startRun();          // run.close() at the end, or `using run`
 //   const result = await generateText({
 //     model: run.model(openai('gpt-5')),   // wrapLanguageModel + hookbox's middleware
 //     tools: run.tools({ shell, readFile }),

@@ -2,9 +2,10 @@
 //
 //   import { Stack } from 'hookbox';
 //   const stack = Stack.fromDirectory('plugins');   // hot-reloaded
-//   using run = stack.startRun();                   // pinned to this version
+//   const run = stack.startRun();                   // pinned to this version
 //   const verdict = await run.toolCall('shell', { cmd: 'rm -rf /' });
 //   if (verdict.kind !== 'run') { /* do not run it */ }
+//   run.close();        // or `using run = ...` (TypeScript, Node 24)
 //
 // Guards are WebAssembly components (any language), each in its own
 // sandbox with no capability it was not given and no state shared between

@@ -36,6 +36,7 @@ npm pack --silent --pack-destination "$out" >&2
 rm -rf "$out/app"
 mkdir -p "$out/app"
 cp "$here/package.json" "$here/package-lock.json" "$here"/*.test.mjs "$here"/support.mjs "$here"/types-check.ts "$out/app/"
+cp -r "$crate/examples" "$out/app/examples"
 (cd "$out/app" && npm ci --no-audit --no-fund --loglevel=error >&2 \
     && npm install --no-save --no-audit --no-fund --loglevel=error "$out"/hookbox-*.tgz >&2)
 echo "$out/app"
