@@ -290,20 +290,13 @@ fn tool_result(
     result: String,
     id: Option<String>,
 ) -> ToolResult {
-    let keep = |stop| ToolResult {
-        text: None,
-        by: None,
-        stop,
-    };
     match run.with(|s| s.tool_result(name, &args, result, id)) {
-        Ok(Ok(Output::Replace { text, by })) => ToolResult {
-            text: Some(text),
-            by: Some(by.to_string()),
-            stop: None,
-        },
-        Ok(Ok(_)) => keep(None),
-        Ok(Err(stop)) => keep(Some(Stop::of(&stop))),
-        Err(closed) => keep(Some(Stop::failed(&closed))),
+        Ok(Ok(Output::Replace { text, by })) => {
+            ToolResult::of(Some(text), Some(by.to_string()), None)
+        }
+        Ok(Ok(_)) => ToolResult::of(None, None, None),
+        Ok(Err(stop)) => ToolResult::of(None, None, Some(Stop::of(&stop))),
+        Err(closed) => ToolResult::of(None, None, Some(Stop::failed(&closed))),
     }
 }
 
@@ -456,106 +449,76 @@ impl Run {
     }
 }
 
-/// What to do with a tool call.
-#[napi]
+/// What to do with a tool call: a plain object, so the answer crosses to
+/// JavaScript in one conversion rather than a getter call per field.
+#[napi(object)]
 pub struct ToolCall {
-    answer: Option<CallAnswer>,
-    stop: Option<Stop>,
+    /// `run`, `skip` or `refuse` (`stop` when the run ended).
+    pub kind: String,
+    /// `run`: the arguments to run the tool with, JSON object text.
+    /// `skip`: what the skipping guard saw.
+    pub args: Option<String>,
+    /// `skip`: the model's answer instead of the tool's result. `refuse`:
+    /// why the call did not run.
+    pub reason: Option<String>,
+    /// The plugin that rewrote (`run`), skipped or refused the call.
+    pub by: Option<String>,
+    /// Whether a guard rewrote the arguments.
+    pub rewritten: bool,
+    /// How the run ended, when it did.
+    pub stop: Option<Stop>,
 }
 
 impl ToolCall {
     fn of(answer: CallAnswer) -> ToolCall {
         ToolCall {
-            answer: Some(answer),
+            kind: answer.kind.to_owned(),
+            rewritten: answer.rewritten(),
+            args: answer.args,
+            reason: answer.reason,
+            by: answer.by,
             stop: None,
         }
     }
 
     fn stopped(stop: Stop) -> ToolCall {
         ToolCall {
-            answer: None,
+            kind: "stop".to_owned(),
+            args: None,
+            reason: None,
+            by: None,
+            rewritten: false,
             stop: Some(stop),
         }
     }
 }
 
-#[napi]
-impl ToolCall {
-    /// `run`, `skip` or `refuse` (`stop` when the run ended).
-    #[napi(getter)]
-    pub fn kind(&self) -> &'static str {
-        self.answer.as_ref().map_or("stop", |a| a.kind)
-    }
-
-    /// `run`: the arguments to run the tool with, JSON object text.
-    /// `skip`: what the skipping guard saw.
-    #[napi(getter)]
-    pub fn args(&self) -> Option<String> {
-        self.answer.as_ref().and_then(|a| a.args.clone())
-    }
-
-    /// `skip`: the model's answer instead of the tool's result. `refuse`:
-    /// why the call did not run.
-    #[napi(getter)]
-    pub fn reason(&self) -> Option<String> {
-        self.answer.as_ref().and_then(|a| a.reason.clone())
-    }
-
-    /// The plugin that rewrote (`run`), skipped or refused the call.
-    #[napi(getter)]
-    pub fn by(&self) -> Option<String> {
-        self.answer.as_ref().and_then(|a| a.by.clone())
-    }
-
-    /// Whether a guard rewrote the arguments.
-    #[napi(getter)]
-    pub fn rewritten(&self) -> bool {
-        self.answer.as_ref().is_some_and(CallAnswer::rewritten)
-    }
-
-    /// How the run ended, when it did.
-    #[napi(getter)]
-    pub fn stop(&self) -> Option<Stop> {
-        self.stop.clone()
-    }
-}
-
-/// What the model may read of a tool's result.
-#[napi]
+/// What the model may read of a tool's result, as a plain object.
+#[napi(object)]
 pub struct ToolResult {
-    text: Option<String>,
-    by: Option<String>,
-    stop: Option<Stop>,
+    /// `keep` or `replace` (`stop` when the run ended).
+    pub kind: String,
+    /// `replace`: the text to pass on instead of the result.
+    pub text: Option<String>,
+    /// The plugin that rewrote it.
+    pub by: Option<String>,
+    /// How the run ended, when it did.
+    pub stop: Option<Stop>,
 }
 
-#[napi]
 impl ToolResult {
-    /// `keep` or `replace` (`stop` when the run ended).
-    #[napi(getter)]
-    pub fn kind(&self) -> &'static str {
-        match (&self.stop, &self.text) {
+    fn of(text: Option<String>, by: Option<String>, stop: Option<Stop>) -> ToolResult {
+        let kind = match (&stop, &text) {
             (Some(_), _) => "stop",
             (None, Some(_)) => "replace",
             (None, None) => "keep",
+        };
+        ToolResult {
+            kind: kind.to_owned(),
+            text,
+            by,
+            stop,
         }
-    }
-
-    /// `replace`: the text to pass on instead of the result.
-    #[napi(getter)]
-    pub fn text(&self) -> Option<String> {
-        self.text.clone()
-    }
-
-    /// The plugin that rewrote it.
-    #[napi(getter)]
-    pub fn by(&self) -> Option<String> {
-        self.by.clone()
-    }
-
-    /// How the run ended, when it did.
-    #[napi(getter)]
-    pub fn stop(&self) -> Option<Stop> {
-        self.stop.clone()
     }
 }
 
