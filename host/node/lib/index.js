@@ -295,15 +295,7 @@ export class Run {
 
   #call(verdict) {
     if (verdict.stop) throw stopped(verdict.stop);
-    const args = verdict.args ?? undefined;
-    return Object.freeze({
-      kind: verdict.kind,
-      args: args === undefined ? undefined : JSON.parse(args),
-      argsJson: args,
-      reason: verdict.reason ?? undefined,
-      by: verdict.by ?? undefined,
-      rewritten: verdict.rewritten,
-    });
+    return new ToolCallVerdict(verdict);
   }
 
   #result(verdict) {
@@ -314,6 +306,35 @@ export class Run {
   #request(verdict) {
     if (verdict.stop) throw stopped(verdict.stop);
     return new ModelCall(verdict, this);
+  }
+}
+
+/**
+ * A tool call's answer. `args` is parsed from `argsJson` when first read:
+ * a caller that only looks at `kind` does not pay for parsing them.
+ */
+class ToolCallVerdict {
+  #argsJson;
+  #args;
+
+  constructor(verdict) {
+    this.kind = verdict.kind;
+    this.#argsJson = verdict.args ?? undefined;
+    this.reason = verdict.reason ?? undefined;
+    this.by = verdict.by ?? undefined;
+    this.rewritten = verdict.rewritten;
+    Object.freeze(this);
+  }
+
+  /** The arguments to run the tool with (canonical JSON text). */
+  get argsJson() {
+    return this.#argsJson;
+  }
+
+  /** The arguments to run the tool with, parsed. */
+  get args() {
+    if (this.#args === undefined && this.#argsJson !== undefined) this.#args = JSON.parse(this.#argsJson);
+    return this.#args;
   }
 }
 
