@@ -76,6 +76,23 @@ pub fn lock(runtime: &Runtime, dir: &Path) -> Result<Locked, Error> {
     // The manifest's entries are the load's plugins, in the same order.
     for (table, status) in tables.iter_mut().zip(&loaded.plugins) {
         match (&status.result, &status.sha256) {
+            // A registry's plugin: its source pinned to the manifest digest
+            // it was loaded from (which pins the component too).
+            (Ok(_), _) if status.source.is_some() => {
+                let Some(source) = &status.source else { continue };
+                let Ok(reference) = source.reference.parse::<hookbox::oci::Reference>() else {
+                    continue;
+                };
+                let before = table.get("source").and_then(|v| v.as_str()).map(str::to_owned);
+                let pinned_source = reference.with_digest(&source.digest).to_string();
+                table["source"] = toml_edit::value(&pinned_source);
+                pinned.push(Pinned {
+                    name: status.name.clone(),
+                    file: pinned_source.clone(),
+                    sha256: source.digest.clone(),
+                    changed: before.as_deref() != Some(&pinned_source),
+                });
+            }
             (Ok(_), Some(digest)) => {
                 let before = table
                     .get("sha256")

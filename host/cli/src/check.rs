@@ -80,6 +80,14 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
             Ok(plugin) => {
                 terminal::say!("- {} ({}, {required}): ok", status.name, status.file);
                 describe(plugin);
+                if let Some(source) = &status.source {
+                    terminal::say!("  reference:     {}", source.reference);
+                    terminal::say!("  digest:        {}", source.digest);
+                    terminal::say!(
+                        "  signer:        {}",
+                        source.signer.as_deref().unwrap_or("none (no trust policy asks for one)")
+                    );
+                }
                 if let Some(digest) = &status.sha256 {
                     terminal::say!("  sha256:        {digest}");
                 }
@@ -92,7 +100,9 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
                     error.phase,
                     error.reason
                 );
-                refused_facts(runtime, &status.name, &dir.join(&status.file));
+                if status.source.is_none() && error.phase != hookbox::LoadPhase::Provenance {
+                    refused_facts(runtime, &status.name, &dir.join(&status.file));
+                }
             }
         }
     }

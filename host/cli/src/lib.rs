@@ -22,6 +22,7 @@ mod author;
 mod check;
 mod hook_config;
 mod mcp;
+mod registry;
 mod replay;
 mod run;
 mod serve;
@@ -273,11 +274,31 @@ enum Command {
         cases: Option<PathBuf>,
     },
     /// Pin every plugin of a directory that loads to the sha256 of its
-    /// bytes, in hookbox.toml (written if there is none). A pinned plugin
-    /// whose bytes change is refused, also on hot reload.
+    /// bytes, in hookbox.toml (written if there is none), and every
+    /// registry `source` to the digest pulled under its tag (pulling the
+    /// tags not pulled yet). A pinned plugin whose bytes change is refused,
+    /// also on hot reload.
     Lock {
         /// The plugin directory.
         dir: PathBuf,
+    },
+    /// Pull a guard from an OCI registry into a plugin directory's store
+    /// (DIR/.oci), checking its digests and, under the directory's
+    /// `[trust]`, its cosign signature. Loading reads the store only.
+    Pull {
+        /// `oci://registry/repository:tag` or `…@sha256:<digest>`.
+        reference: String,
+        /// The plugin directory.
+        #[arg(long = "plugins", default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Push a guard component to an OCI registry, in the CNCF Wasm OCI
+    /// artifact layout (what wkg, ORAS and Spin read).
+    Push {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// `oci://registry/repository:tag`.
+        reference: String,
     },
     /// Replay events (JSON lines) through a stack; print the net flow of each.
     Replay {
@@ -379,7 +400,9 @@ where
         } => author::new(&name, &lang, &dir, sdk),
         Command::Build { dir, out } => author::build(&dir, out.as_deref()),
         Command::Test { paths, cases } => author::test(&paths, cases.as_deref()),
-        Command::Lock { dir } => author::lock(&dir),
+        Command::Lock { dir } => registry::pull_unpulled(&dir).and_then(|()| author::lock(&dir)),
+        Command::Pull { reference, dir } => registry::pull(&reference, &dir),
+        Command::Push { file, reference } => registry::push(&file, &reference),
         Command::Mcp {
             dir,
             hide_tools,

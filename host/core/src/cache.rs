@@ -393,6 +393,16 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
+/// A sha256 digest written as 64 hex digits, with or without a `sha256:`
+/// prefix, in lowercase hex; `None` when it is not one.
+pub fn parse_sha256(text: &str) -> Option<String> {
+    let hex = text
+        .strip_prefix("sha256:")
+        .unwrap_or(text)
+        .to_ascii_lowercase();
+    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(hex)
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -11,6 +11,11 @@
 //!   every run fails closed naming it; an optional one is left out;
 //! - a plugin whose manifest entry pins a `sha256` is refused (phase `pin`,
 //!   both digests named) unless its bytes have that digest;
+//! - a plugin with a `source` (a registry reference) is read from the
+//!   directory's store of pulled guards ([`crate::oci::Store`]), never from
+//!   the network: its manifest and component are checked against their
+//!   digests, and, under a `trust` policy, its cosign signature against the
+//!   trusted keys; any failure is phase `provenance`, naming the reference;
 //! - a `mode = "shadow"` plugin goes into the stack as a shadow
 //!   ([`HookStack::push_shadow`]); one that cannot load is left out, as
 //!   shadows never fail a run closed.
@@ -24,6 +29,7 @@ use std::sync::Arc;
 use crate::engine::Runtime;
 use crate::error::{Error, LoadError, LoadPhase};
 use crate::manifest::{MANIFEST, Manifest, Mode, PluginEntry};
+use crate::oci::Provenance;
 use crate::plugin::{Plugin, PluginOptions};
 use crate::stack::HookStack;
 
@@ -43,6 +49,8 @@ pub struct PluginStatus {
     /// The sha256 (hex) of the bytes it was loaded from; `None` when the
     /// file could not be read.
     pub sha256: Option<String>,
+    /// For a plugin from a registry: its reference, digest and signer.
+    pub source: Option<Provenance>,
     /// The loaded plugin, or why it could not be loaded.
     pub result: Result<Arc<Plugin>, LoadError>,
     /// After a reload: the plugin's newest file (or settings) failed to
@@ -91,12 +99,20 @@ pub fn plan(dir: &Path) -> Result<(Vec<PluginEntry>, bool, Vec<String>), Error> 
         let text = std::fs::read_to_string(&manifest_path)
             .map_err(|e| dir_error(format!("cannot read {MANIFEST}: {e}")))?;
         let manifest = Manifest::parse(&text).map_err(|e| dir_error(format!("{MANIFEST}: {e}")))?;
-        (manifest.plugins, true)
+        let mut plugins = manifest.plugins;
+        for plugin in &mut plugins {
+            if plugin.source.is_some() && plugin.trust.is_none() {
+                plugin.trust.clone_from(&manifest.trust);
+            }
+        }
+        (plugins, true)
     } else {
         let entries = wasm_files
             .iter()
             .map(|file| PluginEntry {
                 file: file.clone(),
+                source: None,
+                trust: None,
                 name: None,
                 required: true,
                 config: BTreeMap::new(),
@@ -158,7 +174,7 @@ pub(crate) fn load_with(
     runtime: &Runtime,
     dir: &Path,
     pins: Pins,
-    mut reuse: impl FnMut(&PluginEntry, (&[u8], &str), &PluginOptions) -> Option<Arc<Plugin>>,
+    mut reuse: impl FnMut(&PluginEntry, Result<(&[u8], &str), &LoadError>, &PluginOptions) -> Option<Arc<Plugin>>,
 ) -> Result<LoadedDir, Error> {
     let (mut entries, has_manifest, unlisted) = plan(dir)?;
     if pins == Pins::Ignore {
@@ -176,27 +192,51 @@ pub(crate) fn load_with(
                 limits: Some(entry.limits.apply(&runtime.config().default_limits)),
                 config: entry.config_text(),
             };
-            let (state, sha256) =
-                match read_inside(dir, &entry.file, runtime.config().max_plugin_bytes) {
+            let max = runtime.config().max_plugin_bytes;
+            let (read, source) = match &entry.source {
+                None => (
+                    read_inside(dir, &entry.file, &[".wasm"], max)
+                        .map_err(|reason| LoadError::new(&name, LoadPhase::Read, reason)),
+                    None,
+                ),
+                Some(reference) => match read_source(dir, &entry, reference, max) {
+                    Ok((bytes, provenance)) => (Ok(bytes), Some(provenance)),
                     Err(reason) => (
-                        Ready(Err(LoadError::new(&name, LoadPhase::Read, reason))),
+                        Err(LoadError::new(
+                            &name,
+                            LoadPhase::Provenance,
+                            format!("{reference}: {reason}"),
+                        )),
                         None,
                     ),
-                    Ok(bytes) => {
-                        // Hashed once: for the status, the pin and the
-                        // compile cache's key.
-                        let digest = crate::cache::sha256_hex(&bytes);
-                        match reuse(&entry, (&bytes, &digest), &options) {
-                            Some(plugin) => (Ready(Ok(plugin)), Some(digest)),
-                            None => (Compile(bytes, options), Some(digest)),
-                        }
+                },
+            };
+            let (state, sha256) = match read {
+                // A plugin from a registry that fails its checks may keep
+                // a previous, verified version live (the watcher's choice).
+                Err(error) if entry.source.is_some() => {
+                    match reuse(&entry, Err(&error), &options) {
+                        Some(plugin) => (Ready(Ok(plugin)), None),
+                        None => (Ready(Err(error)), None),
                     }
-                };
+                }
+                Err(error) => (Ready(Err(error)), None),
+                Ok(bytes) => {
+                    // Hashed once: for the status, the pin and the
+                    // compile cache's key.
+                    let digest = crate::cache::sha256_hex(&bytes);
+                    match reuse(&entry, Ok((&bytes, &digest)), &options) {
+                        Some(plugin) => (Ready(Ok(plugin)), Some(digest)),
+                        None => (Compile(bytes, options), Some(digest)),
+                    }
+                }
+            };
             Prepared {
                 entry,
                 name,
                 state,
                 sha256,
+                source,
             }
         })
         .collect();
@@ -204,7 +244,7 @@ pub(crate) fn load_with(
 
     let mut stack = HookStack::new();
     let mut plugins = Vec::with_capacity(results.len());
-    for (entry, name, sha256, result) in results {
+    for (entry, name, (sha256, source), result) in results {
         let shadow = entry.mode == Mode::Shadow;
         match (&result, &entry.tools) {
             (Ok(plugin), Some(tools)) => {
@@ -252,6 +292,7 @@ pub(crate) fn load_with(
             mode: entry.mode,
             tools: entry.tools.clone(),
             sha256,
+            source,
             result,
             newer_version_failed: None,
         });
@@ -270,6 +311,7 @@ struct Prepared {
     name: String,
     state: PreparedState,
     sha256: Option<String>,
+    source: Option<Provenance>,
 }
 
 enum PreparedState {
@@ -288,7 +330,7 @@ type Loaded = Result<Arc<Plugin>, LoadError>;
 fn compile_all(
     runtime: &Runtime,
     prepared: Vec<Prepared>,
-) -> Vec<(PluginEntry, String, Option<String>, Loaded)> {
+) -> Vec<(PluginEntry, String, (Option<String>, Option<Provenance>), Loaded)> {
     let compile =
         |item: (&PluginEntry, &str, Option<&str>), bytes: &[u8], options: &PluginOptions| {
             let (entry, name, digest) = item;
@@ -340,7 +382,7 @@ fn compile_all(
                 (_, Some(result)) | (Ready(result), None) => result,
                 (Compile(bytes, options), None) => compile(parts, &bytes, &options),
             };
-            (item.entry, item.name, item.sha256, result)
+            (item.entry, item.name, (item.sha256, item.source), result)
         })
         .collect()
 }
@@ -400,12 +442,69 @@ fn wasm_files(dir: &Path) -> std::io::Result<Vec<String>> {
     Ok(files)
 }
 
-/// Reads `file` from `dir`, refusing anything that leaves the directory or
-/// is not a regular `.wasm` file.
-fn read_inside(dir: &Path, file: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
+/// A plugin from a registry: its component from the directory's store,
+/// with where it came from, every digest and (under a trust policy) its
+/// signature checked.
+fn read_source(
+    dir: &Path,
+    entry: &PluginEntry,
+    reference: &crate::oci::Reference,
+    max_bytes: usize,
+) -> Result<(Vec<u8>, Provenance), String> {
+    let store = crate::oci::Store::in_dir(dir);
+    let guard = store.guard(reference, max_bytes)?;
+    let signatures = match &entry.trust {
+        Some(_) => store.signatures(reference, &guard.digest)?,
+        None => Vec::new(),
+    };
+    let signer = crate::oci::check_trust(dir, entry.trust.as_ref(), &signatures, &guard.digest)?;
+    Ok((
+        guard.wasm,
+        Provenance {
+            reference: reference.to_string(),
+            digest: guard.digest,
+            signer,
+        },
+    ))
+}
+
+/// Whether a registry's plugin loaded earlier from `provenance` still
+/// passes `entry`'s trust policy (always, for a plugin from a file).
+pub(crate) fn provenance_holds(
+    dir: &Path,
+    entry: &PluginEntry,
+    provenance: Option<&Provenance>,
+) -> bool {
+    let (Some(reference), Some(provenance)) = (&entry.source, provenance) else {
+        return entry.source.is_none();
+    };
+    let store = crate::oci::Store::in_dir(dir);
+    let signatures = match &entry.trust {
+        Some(_) => match store.signatures(reference, &provenance.digest) {
+            Ok(signatures) => signatures,
+            Err(_) => return false,
+        },
+        None => Vec::new(),
+    };
+    crate::oci::check_trust(dir, entry.trust.as_ref(), &signatures, &provenance.digest).is_ok()
+}
+
+/// Reads `file` from `dir`, refusing anything that leaves the directory, is
+/// not a regular file, does not end in one of `extensions` or is larger
+/// than `max_bytes`.
+pub(crate) fn read_inside(
+    dir: &Path,
+    file: &str,
+    extensions: &[&str],
+    max_bytes: usize,
+) -> Result<Vec<u8>, String> {
     let relative = Path::new(file);
-    if !file.ends_with(".wasm") {
-        return Err("only `.wasm` components are loaded".into());
+    if !extensions.iter().any(|e| file.ends_with(e)) {
+        return Err(if extensions == [".wasm"] {
+            "only `.wasm` components are loaded".into()
+        } else {
+            format!("only {} files are read", extensions.join(" or "))
+        });
     }
     if relative
         .components()
@@ -434,8 +533,13 @@ fn read_inside(dir: &Path, file: &str, max_bytes: usize) -> Result<Vec<u8>, Stri
     }
     if meta.len() > max_bytes as u64 {
         return Err(format!(
-            "it is {} bytes, more than the {max_bytes} a plugin may be (RuntimeConfig::max_plugin_bytes)",
-            meta.len()
+            "it is {} bytes, more than the {max_bytes} {}",
+            meta.len(),
+            if extensions == [".wasm"] {
+                "a plugin may be (RuntimeConfig::max_plugin_bytes)"
+            } else {
+                "read for it"
+            }
         ));
     }
     std::fs::read(&resolved).map_err(|e| format!("cannot read it: {e}"))

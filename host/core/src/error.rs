@@ -209,6 +209,10 @@ pub enum LoadPhase {
     Limits,
     /// Its bytes are not the ones the manifest pins (`sha256`).
     Pin,
+    /// A plugin from a registry (`source`) is not in the directory's store
+    /// as pulled, fails a digest check (a tampered blob), or lacks a
+    /// signature by a key its `trust` names.
+    Provenance,
 }
 
 impl fmt::Display for LoadPhase {
@@ -221,6 +225,7 @@ impl fmt::Display for LoadPhase {
             LoadPhase::Instantiate => "instantiate",
             LoadPhase::Limits => "limits",
             LoadPhase::Pin => "pin",
+            LoadPhase::Provenance => "provenance",
         })
     }
 }

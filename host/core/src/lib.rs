@@ -87,6 +87,7 @@ pub mod json;
 mod limits;
 pub mod manifest;
 pub mod matcher;
+pub mod oci;
 mod plugin;
 pub mod rules;
 mod slots;

@@ -41,17 +41,47 @@ pub const MANIFEST: &str = "hookbox.toml";
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
+    /// Whose signatures the plugins from registries must carry, unless a
+    /// plugin names its own.
+    #[serde(default)]
+    pub trust: Option<Trust>,
     /// The stack, in order.
     #[serde(default, rename = "plugin")]
     pub plugins: Vec<PluginEntry>,
 }
 
-/// One `[[plugin]]` entry: a plugin file and its settings.
+/// Who may have published a guard from a registry: the publishers' public
+/// keys (cosign's PEM `PUBLIC KEY` files, relative to the directory) and
+/// whether a signature by one of them is required. See [`crate::oci::signature`].
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trust {
+    /// The key files.
+    pub keys: Vec<String>,
+    /// Whether a guard without a signature by one of `keys` is refused;
+    /// default true. When false, a signer is reported but not required.
+    #[serde(default = "yes")]
+    pub require_signature: bool,
+}
+
+/// One `[[plugin]]` entry: a plugin file (or a registry reference) and its
+/// settings.
 #[derive(Clone, Debug, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginEntry {
-    /// The component, relative to the directory.
+    /// The component, relative to the directory. For a plugin with a
+    /// `source`, the reference as text (what messages name it by).
+    #[serde(default)]
     pub file: String,
+    /// A guard from a registry, `oci://registry/repository:tag` or
+    /// `…@sha256:<digest>`, loaded from the directory's store (what
+    /// `hookbox pull` fetched), never from the network: in place of `file`.
+    #[serde(default)]
+    pub source: Option<crate::oci::Reference>,
+    /// Whose signature a plugin with a `source` must carry: this entry's
+    /// own, else the manifest's `[trust]`.
+    #[serde(default)]
+    pub trust: Option<Trust>,
     /// Defaults to the file stem.
     pub name: Option<String>,
     /// Whether a plugin that cannot load makes every run fail closed; default true.
@@ -117,16 +147,11 @@ impl Mode {
 /// A sha256 digest in hex: 64 hex digits, read in lowercase.
 fn digest<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let text = String::deserialize(d)?;
-    let hex = text
-        .strip_prefix("sha256:")
-        .unwrap_or(&text)
-        .to_ascii_lowercase();
-    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(Some(hex))
-    } else {
-        Err(serde::de::Error::custom(format!(
+    match crate::cache::parse_sha256(&text) {
+        Some(hex) => Ok(Some(hex)),
+        None => Err(serde::de::Error::custom(format!(
             "sha256 must be 64 hex digits (the file's digest, as `sha256sum` or `hookbox lock` print it), not `{text}`"
-        )))
+        ))),
     }
 }
 
@@ -212,8 +237,12 @@ impl LimitsEntry {
 }
 
 impl PluginEntry {
-    /// The plugin's name: as given, or the file stem.
+    /// The plugin's name: as given, or the file stem (a source's
+    /// repository's last part).
     pub fn name(&self) -> String {
+        if let (None, Some(source)) = (&self.name, &self.source) {
+            return source.plugin_name().to_owned();
+        }
         self.name.clone().unwrap_or_else(|| {
             std::path::Path::new(&self.file)
                 .file_stem()
@@ -237,7 +266,46 @@ impl Manifest {
     /// # Errors
     /// A message with the line and column, as the `toml` crate reports them.
     pub fn parse(text: &str) -> Result<Manifest, String> {
-        toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())
+        let mut manifest: Manifest =
+            toml::from_str(text).map_err(|e| e.to_string().trim_end().to_owned())?;
+        for (i, entry) in manifest.plugins.iter_mut().enumerate() {
+            match (&entry.source, entry.file.is_empty()) {
+                (Some(source), true) => entry.file = source.to_string(),
+                (None, false) => {}
+                (Some(_), false) => {
+                    return Err(format!(
+                        "plugin {}: give a `file` or a `source`, not both",
+                        i + 1
+                    ));
+                }
+                (None, true) => {
+                    return Err(format!(
+                        "plugin {}: give its `file` (a .wasm in the directory) or its `source` (oci://registry/repository:tag)",
+                        i + 1
+                    ));
+                }
+            }
+            if entry.trust.is_some() && entry.source.is_none() {
+                return Err(format!(
+                    "plugin {} ({}): `trust` is for plugins with a `source`; pin a file with `sha256`",
+                    i + 1,
+                    entry.file
+                ));
+            }
+        }
+        for trust in manifest
+            .plugins
+            .iter()
+            .filter_map(|p| p.trust.as_ref())
+            .chain(&manifest.trust)
+        {
+            if trust.keys.is_empty() && trust.require_signature {
+                return Err(
+                    "a `trust` that requires a signature names at least one key (`keys = [\"publisher.pub\"]`)".into(),
+                );
+            }
+        }
+        Ok(manifest)
     }
 }
 

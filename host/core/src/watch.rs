@@ -21,6 +21,10 @@
 //!   slots of its own);
 //! - a pinned plugin (`sha256` in the manifest) whose file changes to other
 //!   bytes is refused and its previous version stays live;
+//! - a plugin from a registry reloads when its store's index changes (a
+//!   pull) or its manifest entry does (a lock); a new version that fails
+//!   its digest or signature checks is refused and the previous verified
+//!   version stays live, if the manifest's trust still accepts it;
 //! - a reload that changes nothing keeps the generation.
 
 use std::collections::HashMap;
@@ -203,7 +207,13 @@ impl Watches {
             return;
         };
         for status in &snapshot.plugins {
-            let Some(parent) = Path::new(&status.file).parent() else {
+            // A registry's plugin lives in the store, whose index a pull
+            // rewrites: watch the store's folder.
+            let file = match &status.source {
+                Some(_) => Path::new(crate::oci::STORE_DIR).join("index.json"),
+                None => PathBuf::from(&status.file),
+            };
+            let Some(parent) = file.parent() else {
                 continue;
             };
             if parent.as_os_str().is_empty() || covered.contains(parent) {
@@ -235,8 +245,14 @@ struct Reloader {
 type PluginOptionsKey = String;
 
 /// A plugin as the last reload built it: its bytes, their sha256, its
-/// options, and the plugin.
-type Built = (Vec<u8>, String, PluginOptionsKey, Arc<Plugin>);
+/// options, the plugin, and where it came from (a registry's).
+type Built = (
+    Vec<u8>,
+    String,
+    PluginOptionsKey,
+    Arc<Plugin>,
+    Option<crate::oci::Provenance>,
+);
 
 fn options_key(options: &PluginOptions) -> PluginOptionsKey {
     format!("{:?}", (&options.limits, &options.config))
@@ -439,13 +455,31 @@ impl Reloader {
             &self.runtime,
             &self.dir,
             directory::Pins::Check,
-            |entry, (bytes, sha256), options| {
+            |entry, read, options| {
                 let name = entry.name();
                 let key = options_key(options);
                 let old = previous.get(&name);
+                let (bytes, sha256) = match read {
+                    Ok(read) => read,
+                    // A registry's plugin whose new version fails its
+                    // checks: the previous one stays, if it still passes
+                    // them (the manifest's trust may have changed).
+                    Err(error) => {
+                        let old @ (_, old_sha256, _, plugin, provenance) = old?;
+                        directory::pin_holds(entry, &name, old_sha256).ok()?;
+                        directory::provenance_holds(&self.dir, entry, provenance.as_ref())
+                            .then_some(())?;
+                        let mut error = error.clone();
+                        error.reason.push_str("; the previous version stays live");
+                        errors.push(error);
+                        let plugin = plugin.clone();
+                        next.insert(name, old.clone());
+                        return Some(plugin);
+                    }
+                };
                 let result = match old {
                     // Unchanged: the same plugin, if it still passes its pin.
-                    Some((old_bytes, _, old_key, plugin))
+                    Some((old_bytes, _, old_key, plugin, _))
                         if old_bytes == bytes && *old_key == key =>
                     {
                         directory::pin_holds(entry, &name, sha256).map(|()| plugin.clone())
@@ -458,7 +492,7 @@ impl Reloader {
                 };
                 match result {
                     Ok(plugin) => {
-                        let built = (bytes.to_vec(), sha256.to_owned(), key, plugin.clone());
+                        let built = (bytes.to_vec(), sha256.to_owned(), key, plugin.clone(), None);
                         next.insert(name, built);
                         Some(plugin)
                     }
@@ -467,8 +501,10 @@ impl Reloader {
                     // current pin refuses does not stay either (None: the
                     // load reports the failure).
                     Err(mut e) => {
-                        let old @ (_, old_sha256, _, plugin) = old?;
+                        let old @ (_, old_sha256, _, plugin, provenance) = old?;
                         directory::pin_holds(entry, &name, old_sha256).ok()?;
+                        directory::provenance_holds(&self.dir, entry, provenance.as_ref())
+                            .then_some(())?;
                         e.reason.push_str("; the previous version stays live");
                         errors.push(e);
                         let plugin = plugin.clone();
@@ -488,8 +524,14 @@ impl Reloader {
         for status in &mut loaded.plugins {
             status.newer_version_failed = errors.iter().find(|e| e.plugin == status.name).cloned();
             if status.newer_version_failed.is_some() {
-                // The digest of what runs: the previous version's bytes.
-                status.sha256 = next.get(&status.name).map(|(_, sha256, ..)| sha256.clone());
+                // The digest and provenance of what runs: the previous
+                // version's.
+                if let Some((_, sha256, _, _, provenance)) = next.get(&status.name) {
+                    status.sha256 = Some(sha256.clone());
+                    status.source.clone_from(provenance);
+                }
+            } else if let Some(built) = next.get_mut(&status.name) {
+                built.4.clone_from(&status.source);
             }
         }
         errors.extend(loaded.failures().map(|(_, error)| error.clone()));
