@@ -85,7 +85,10 @@ fn check_dir(runtime: &Runtime, dir: &Path) -> bool {
                     terminal::say!("  digest:        {}", source.digest);
                     terminal::say!(
                         "  signer:        {}",
-                        source.signer.as_deref().unwrap_or("none (no trust policy asks for one)")
+                        source
+                            .signer
+                            .as_deref()
+                            .unwrap_or("none (no trust policy asks for one)")
                     );
                 }
                 if let Some(digest) = &status.sha256 {

@@ -28,7 +28,9 @@ pub(crate) fn pull(text: &str, dir: &Path) -> Result<ExitCode> {
     let pulled = pull_into(dir, &reference)?;
     let signed = match &pulled.signer {
         Some(key) => format!("signed by {key}"),
-        None if pulled.signatures > 0 => format!("{} signature(s), none required", pulled.signatures),
+        None if pulled.signatures > 0 => {
+            format!("{} signature(s), none required", pulled.signatures)
+        }
         None => "unsigned".to_owned(),
     };
     say!(
@@ -78,7 +80,9 @@ pub(crate) fn pull_unpulled(dir: &Path) -> Result<()> {
     let (entries, ..) = hookbox::directory::plan(dir)?;
     let store = hookbox::oci::Store::in_dir(dir);
     for entry in entries {
-        let Some(source) = &entry.source else { continue };
+        let Some(source) = &entry.source else {
+            continue;
+        };
         if store.guard(source, usize::MAX).is_err() {
             let pulled = pull_into(dir, source)?;
             say!("pulled    {} ({})", entry.name(), pulled.reference);

@@ -129,7 +129,11 @@ fn oci(tools: &Path, args: &[&str]) -> String {
         .args(args)
         .output()
         .unwrap();
-    assert!(output.status.success(), "oci.py {args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "oci.py {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
@@ -187,7 +191,10 @@ fn shell_call(dir: &Path) -> Result<String, String> {
         agent_name: None,
     };
     let outcome = run.dispatch(&ctx, &event);
-    Ok(hookbox::outcome_json(&outcome)["flow"].as_str().unwrap_or_default().to_owned())
+    Ok(hookbox::outcome_json(&outcome)["flow"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
 }
 
 /// A signed guard published by oras: (registry, keys folder, digest).
@@ -198,7 +205,15 @@ fn published(label: &str, tools: &Path) -> (Registry, PathBuf, String) {
     oci(tools, &["keygen", keys.to_str().unwrap(), "stranger"]);
     let wasm = keys.join("deny-tools.wasm");
     std::fs::copy(guests::DENY_TOOLS, &wasm).unwrap();
-    let digest = oci(tools, &["push", &registry.host, "guards/deny-tools:1", wasm.to_str().unwrap()]);
+    let digest = oci(
+        tools,
+        &[
+            "push",
+            &registry.host,
+            "guards/deny-tools:1",
+            wasm.to_str().unwrap(),
+        ],
+    );
     (registry, keys, digest)
 }
 
@@ -206,17 +221,33 @@ fn published(label: &str, tools: &Path) -> (Registry, PathBuf, String) {
 fn a_guard_pushed_and_signed_independently_is_pulled_verified_and_run_also_offline() {
     let Some(tools) = tools() else { return };
     let (mut registry, keys, digest) = published("run", tools);
-    oci(tools, &["sign", &registry.host, "guards/deny-tools", &digest, keys.join("publisher.key").to_str().unwrap()]);
+    oci(
+        tools,
+        &[
+            "sign",
+            &registry.host,
+            "guards/deny-tools",
+            &digest,
+            keys.join("publisher.key").to_str().unwrap(),
+        ],
+    );
     let source = format!("oci://{}/guards/deny-tools:1", registry.host);
     let dir = plugin_dir("run", &keys, &["publisher.pub"], &source);
 
     // Not pulled yet: refused, naming the reference and what to do.
     let err = shell_call(&dir).unwrap_err();
-    assert!(err.starts_with("provenance") && err.contains(&source) && err.contains("hookbox pull"), "{err}");
+    assert!(
+        err.starts_with("provenance") && err.contains(&source) && err.contains("hookbox pull"),
+        "{err}"
+    );
 
     let pull = hookbox(&["pull", &source, "--plugins", dir.to_str().unwrap()]);
     assert!(pull.status.success(), "{}", text(&pull));
-    assert!(text(&pull).contains("signed by publisher.pub") && text(&pull).contains(&digest), "{}", text(&pull));
+    assert!(
+        text(&pull).contains("signed by publisher.pub") && text(&pull).contains(&digest),
+        "{}",
+        text(&pull)
+    );
     assert_eq!(shell_call(&dir).unwrap(), "skip");
     let check = hookbox(&["check", dir.to_str().unwrap()]);
     let shown = text(&check);
@@ -229,10 +260,18 @@ fn a_guard_pushed_and_signed_independently_is_pulled_verified_and_run_also_offli
     registry.stop();
     assert_eq!(shell_call(&dir).unwrap(), "skip");
     let runtime = hookbox::Runtime::new(Default::default()).unwrap();
-    let watcher = hookbox::watch::DirWatcher::start(&runtime, &dir, std::time::Duration::from_millis(50)).unwrap();
+    let watcher =
+        hookbox::watch::DirWatcher::start(&runtime, &dir, std::time::Duration::from_millis(50))
+            .unwrap();
     let manifest = std::fs::read_to_string(dir.join("hookbox.toml")).unwrap();
-    std::fs::write(dir.join("hookbox.toml"), manifest.replace("deny = \"shell\"", "deny = \"shell, net_*\"")).unwrap();
-    let report = watcher.next_report(std::time::Duration::from_secs(20)).expect("a reload");
+    std::fs::write(
+        dir.join("hookbox.toml"),
+        manifest.replace("deny = \"shell\"", "deny = \"shell, net_*\""),
+    )
+    .unwrap();
+    let report = watcher
+        .next_report(std::time::Duration::from_secs(20))
+        .expect("a reload");
     assert!(report.errors.is_empty(), "{report:?}");
     assert!(watcher.snapshot().plugins[0].result.is_ok());
 }
@@ -247,30 +286,80 @@ fn another_key_a_bad_signature_or_none_under_a_required_policy_is_refused_at_pul
     // Unsigned.
     let dir = plugin_dir("unsigned", &keys, &["publisher.pub"], &source);
     let out = pull(&dir);
-    assert!(!out.status.success() && text(&out).contains("not signed"), "{}", text(&out));
-    assert!(!dir.join(".oci/index.json").exists(), "a refused pull wrote the store");
+    assert!(
+        !out.status.success() && text(&out).contains("not signed"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        !dir.join(".oci/index.json").exists(),
+        "a refused pull wrote the store"
+    );
 
     // Signed by a key the directory does not trust.
-    oci(tools, &["sign", &registry.host, "guards/deny-tools", &digest, keys.join("stranger.key").to_str().unwrap()]);
+    oci(
+        tools,
+        &[
+            "sign",
+            &registry.host,
+            "guards/deny-tools",
+            &digest,
+            keys.join("stranger.key").to_str().unwrap(),
+        ],
+    );
     let out = pull(&dir);
-    assert!(!out.status.success() && text(&out).contains("another key"), "{}", text(&out));
+    assert!(
+        !out.status.success() && text(&out).contains("another key"),
+        "{}",
+        text(&out)
+    );
 
     // A flipped byte in the signature.
-    oci(tools, &["sign", &registry.host, "guards/deny-tools", &digest, keys.join("publisher.key").to_str().unwrap(), "--bad"]);
+    oci(
+        tools,
+        &[
+            "sign",
+            &registry.host,
+            "guards/deny-tools",
+            &digest,
+            keys.join("publisher.key").to_str().unwrap(),
+            "--bad",
+        ],
+    );
     let out = pull(&dir);
-    assert!(!out.status.success() && text(&out).contains("refused"), "{}", text(&out));
+    assert!(
+        !out.status.success() && text(&out).contains("refused"),
+        "{}",
+        text(&out)
+    );
 
     // Signed as trusted: pulled; then a signature policy naming only the
     // stranger refuses it at load, phase provenance.
-    oci(tools, &["sign", &registry.host, "guards/deny-tools", &digest, keys.join("publisher.key").to_str().unwrap()]);
+    oci(
+        tools,
+        &[
+            "sign",
+            &registry.host,
+            "guards/deny-tools",
+            &digest,
+            keys.join("publisher.key").to_str().unwrap(),
+        ],
+    );
     let out = pull(&dir);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(shell_call(&dir).unwrap(), "skip");
     std::fs::copy(keys.join("stranger.pub"), dir.join("stranger.pub")).unwrap();
     let manifest = std::fs::read_to_string(dir.join("hookbox.toml")).unwrap();
-    std::fs::write(dir.join("hookbox.toml"), manifest.replace("publisher.pub", "stranger.pub")).unwrap();
+    std::fs::write(
+        dir.join("hookbox.toml"),
+        manifest.replace("publisher.pub", "stranger.pub"),
+    )
+    .unwrap();
     let err = shell_call(&dir).unwrap_err();
-    assert!(err.starts_with("provenance") && err.contains("another key"), "{err}");
+    assert!(
+        err.starts_with("provenance") && err.contains("another key"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -288,10 +377,16 @@ fn a_flipped_byte_in_the_layer_or_manifest_is_refused_at_pull_and_in_the_store_a
     let manifest: serde_json::Value =
         serde_json::from_slice(&store.blob(&digest, 1 << 20).unwrap()).unwrap();
     let layer = manifest["layers"][0]["digest"].as_str().unwrap().to_owned();
-    let blob = |d: &str| dir.join(".oci/blobs/sha256").join(d.strip_prefix("sha256:").unwrap());
+    let blob = |d: &str| {
+        dir.join(".oci/blobs/sha256")
+            .join(d.strip_prefix("sha256:").unwrap())
+    };
     flip(&blob(&layer));
     let err = shell_call(&dir).unwrap_err();
-    assert!(err.starts_with("provenance") && err.contains("altered"), "{err}");
+    assert!(
+        err.starts_with("provenance") && err.contains("altered"),
+        "{err}"
+    );
     flip(&blob(&layer));
     assert_eq!(shell_call(&dir).unwrap(), "skip");
     flip(&blob(&digest));
@@ -302,7 +397,11 @@ fn a_flipped_byte_in_the_layer_or_manifest_is_refused_at_pull_and_in_the_store_a
     let fresh_dir = plugin_dir("tamper-pull", &keys, &[], &source);
     registry.tamper(&layer);
     let out = hookbox(&["pull", &source, "--plugins", fresh_dir.to_str().unwrap()]);
-    assert!(!out.status.success() && text(&out).contains("digest"), "{}", text(&out));
+    assert!(
+        !out.status.success() && text(&out).contains("digest"),
+        "{}",
+        text(&out)
+    );
     assert!(!fresh_dir.join(".oci/index.json").exists());
     // A manifest that is not its digest, likewise.
     registry.tamper(&digest);
@@ -320,18 +419,39 @@ fn hookbox_push_is_pulled_back_by_oras_byte_for_byte_in_the_cncf_layout() {
     let out = hookbox(&["push", guests::PATH_JAIL, &reference]);
     assert!(out.status.success(), "{}", text(&out));
     let folder = fresh("push-pulled");
-    let file = oci(tools, &["pull", &registry.host, "guards/path-jail:2", folder.to_str().unwrap()]);
-    assert_eq!(std::fs::read(file).unwrap(), std::fs::read(guests::PATH_JAIL).unwrap());
-    let manifest: serde_json::Value =
-        serde_json::from_str(&oci(tools, &["manifest", &registry.host, "guards/path-jail:2"])).unwrap();
-    assert_eq!(manifest["config"]["mediaType"], "application/vnd.wasm.config.v0+json");
+    let file = oci(
+        tools,
+        &[
+            "pull",
+            &registry.host,
+            "guards/path-jail:2",
+            folder.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        std::fs::read(file).unwrap(),
+        std::fs::read(guests::PATH_JAIL).unwrap()
+    );
+    let manifest: serde_json::Value = serde_json::from_str(&oci(
+        tools,
+        &["manifest", &registry.host, "guards/path-jail:2"],
+    ))
+    .unwrap();
+    assert_eq!(
+        manifest["config"]["mediaType"],
+        "application/vnd.wasm.config.v0+json"
+    );
     assert_eq!(manifest["layers"][0]["mediaType"], "application/wasm");
 
     // Not a component: refused before anything is sent.
     let not_wasm = fresh("push-bad").join("notes.wasm");
     std::fs::write(&not_wasm, b"hello").unwrap();
     let out = hookbox(&["push", not_wasm.to_str().unwrap(), &reference]);
-    assert!(!out.status.success() && text(&out).contains("not a WebAssembly component"), "{}", text(&out));
+    assert!(
+        !out.status.success() && text(&out).contains("not a WebAssembly component"),
+        "{}",
+        text(&out)
+    );
 }
 
 #[test]
@@ -343,10 +463,22 @@ fn lock_pins_a_tag_to_the_digest_pulled_and_an_unreachable_registry_is_a_clear_e
     let out = hookbox(&["lock", dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
     let manifest = std::fs::read_to_string(dir.join("hookbox.toml")).unwrap();
-    assert!(manifest.contains(&format!("{source}@{digest}")), "{manifest}");
+    assert!(
+        manifest.contains(&format!("{source}@{digest}")),
+        "{manifest}"
+    );
     assert_eq!(shell_call(&dir).unwrap(), "skip");
 
     registry.stop();
-    let out = hookbox(&["pull", &source, "--plugins", fresh("lock-down").to_str().unwrap()]);
-    assert!(!out.status.success() && text(&out).contains("cannot be reached"), "{}", text(&out));
+    let out = hookbox(&[
+        "pull",
+        &source,
+        "--plugins",
+        fresh("lock-down").to_str().unwrap(),
+    ]);
+    assert!(
+        !out.status.success() && text(&out).contains("cannot be reached"),
+        "{}",
+        text(&out)
+    );
 }

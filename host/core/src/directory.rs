@@ -174,7 +174,11 @@ pub(crate) fn load_with(
     runtime: &Runtime,
     dir: &Path,
     pins: Pins,
-    mut reuse: impl FnMut(&PluginEntry, Result<(&[u8], &str), &LoadError>, &PluginOptions) -> Option<Arc<Plugin>>,
+    mut reuse: impl FnMut(
+        &PluginEntry,
+        Result<(&[u8], &str), &LoadError>,
+        &PluginOptions,
+    ) -> Option<Arc<Plugin>>,
 ) -> Result<LoadedDir, Error> {
     let (mut entries, has_manifest, unlisted) = plan(dir)?;
     if pins == Pins::Ignore {
@@ -330,7 +334,12 @@ type Loaded = Result<Arc<Plugin>, LoadError>;
 fn compile_all(
     runtime: &Runtime,
     prepared: Vec<Prepared>,
-) -> Vec<(PluginEntry, String, (Option<String>, Option<Provenance>), Loaded)> {
+) -> Vec<(
+    PluginEntry,
+    String,
+    (Option<String>, Option<Provenance>),
+    Loaded,
+)> {
     let compile =
         |item: (&PluginEntry, &str, Option<&str>), bytes: &[u8], options: &PluginOptions| {
             let (entry, name, digest) = item;

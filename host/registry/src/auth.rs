@@ -69,10 +69,18 @@ pub fn for_registry(registry: &str) -> Result<RegistryAuth, Error> {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(RegistryAuth::Anonymous),
-        Err(e) => return Err(Error::Credentials(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => {
+            return Err(Error::Credentials(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
     };
     let file: AuthFile = serde_json::from_str(&text).map_err(|e| {
-        Error::Credentials(format!("{} is not a registry auth file: {e}", path.display()))
+        Error::Credentials(format!(
+            "{} is not a registry auth file: {e}",
+            path.display()
+        ))
     })?;
     let keys = [
         registry.to_owned(),
@@ -81,7 +89,10 @@ pub fn for_registry(registry: &str) -> Result<RegistryAuth, Error> {
     ];
     if let Some(entry) = keys.iter().find_map(|k| file.auths.get(k)) {
         return entry_auth(entry).map_err(|why| {
-            Error::Credentials(format!("{}: the entry for {registry} {why}", path.display()))
+            Error::Credentials(format!(
+                "{}: the entry for {registry} {why}",
+                path.display()
+            ))
         });
     }
     let helper = file
@@ -107,7 +118,8 @@ fn entry_auth(entry: &AuthEntry) -> Result<RegistryAuth, String> {
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(auth.trim())
         .map_err(|_| "has an `auth` that is not base64".to_owned())?;
-    let decoded = String::from_utf8(decoded).map_err(|_| "has an `auth` that is not text".to_owned())?;
+    let decoded =
+        String::from_utf8(decoded).map_err(|_| "has an `auth` that is not text".to_owned())?;
     let (user, password) = decoded
         .split_once(':')
         .ok_or_else(|| "has an `auth` that is not `user:password`".to_owned())?;
@@ -131,7 +143,9 @@ fn helper_auth(helper: &str, registry: &str) -> Result<RegistryAuth, Error> {
             .write_all(registry.as_bytes())
             .map_err(|e| failed(e.to_string()))?;
     }
-    let output = child.wait_with_output().map_err(|e| failed(e.to_string()))?;
+    let output = child
+        .wait_with_output()
+        .map_err(|e| failed(e.to_string()))?;
     if !output.status.success() {
         // "credentials not found in native keychain": no login for it.
         return Ok(RegistryAuth::Anonymous);
@@ -162,7 +176,9 @@ mod tests {
             auth: Some(base64::engine::general_purpose::STANDARD.encode("ann:s3cret")),
             ..AuthEntry::default()
         };
-        assert!(matches!(entry_auth(&entry), Ok(RegistryAuth::Basic(u, p)) if u == "ann" && p == "s3cret"));
+        assert!(
+            matches!(entry_auth(&entry), Ok(RegistryAuth::Basic(u, p)) if u == "ann" && p == "s3cret")
+        );
         let fields = AuthEntry {
             username: Some("bob".into()),
             password: Some("pw".into()),

@@ -141,7 +141,9 @@ impl Session {
     fn oci(&self, reference: &Reference) -> oci_client::Reference {
         let (registry, repository) = (reference.registry.clone(), reference.repository.clone());
         match (&reference.tag, &reference.digest) {
-            (_, Some(digest)) => oci_client::Reference::with_digest(registry, repository, digest.clone()),
+            (_, Some(digest)) => {
+                oci_client::Reference::with_digest(registry, repository, digest.clone())
+            }
             (Some(tag), None) => oci_client::Reference::with_tag(registry, repository, tag.clone()),
             (None, None) => unreachable!("a Reference has a tag or a digest"),
         }
@@ -149,9 +151,9 @@ impl Session {
 
     fn failed(&self, e: &OciDistributionError) -> Error {
         let what = match e {
-            OciDistributionError::RequestError(e) if e.is_connect() || e.is_timeout() => format!(
-                "cannot be reached ({e}); check the address, or that it is running"
-            ),
+            OciDistributionError::RequestError(e) if e.is_connect() || e.is_timeout() => {
+                format!("cannot be reached ({e}); check the address, or that it is running")
+            }
             OciDistributionError::UnauthorizedError { .. }
             | OciDistributionError::AuthenticationFailure(_) => format!(
                 "refused the credentials ({e}); log in with `docker login` or `oras login`, or set REGISTRY_AUTH_FILE"
@@ -220,18 +222,26 @@ impl Session {
         // a manifest send the download to another host.
         let answer = self
             .client
-            .pull_blob(&self.oci(&self.reference), descriptor.digest.as_str(), &mut out)
+            .pull_blob(
+                &self.oci(&self.reference),
+                descriptor.digest.as_str(),
+                &mut out,
+            )
             .await;
         match answer {
             Ok(()) => {}
-            Err(OciDistributionError::IoError(e)) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            Err(OciDistributionError::IoError(e))
+                if e.kind() == std::io::ErrorKind::FileTooLarge =>
+            {
                 return Err(self.refused(format!(
                     "blob {} is larger than the {max_bytes} bytes allowed for it",
                     descriptor.digest
                 )));
             }
             Err(OciDistributionError::DigestError(e)) => {
-                return Err(self.refused(format!("blob {} is not its digest: {e}", descriptor.digest)));
+                return Err(
+                    self.refused(format!("blob {} is not its digest: {e}", descriptor.digest))
+                );
             }
             Err(e) => return Err(self.failed(&e)),
         }
@@ -253,10 +263,12 @@ impl Session {
 fn not_found(e: &OciDistributionError) -> bool {
     match e {
         OciDistributionError::ImageManifestNotFoundError(_) => true,
-        OciDistributionError::RegistryError { envelope, .. } => envelope
-            .errors
-            .iter()
-            .any(|e| matches!(e.code, OciErrorCode::ManifestUnknown | OciErrorCode::NotFound)),
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
+            matches!(
+                e.code,
+                OciErrorCode::ManifestUnknown | OciErrorCode::NotFound
+            )
+        }),
         OciDistributionError::ServerError { code, .. } => *code == 404,
         _ => false,
     }
@@ -380,7 +392,10 @@ pub async fn pull(dir: &Path, reference: &Reference, options: &Options) -> Resul
     // Every blob first, then the index that names them.
     let store = Store::in_dir(dir);
     let written = |e: std::io::Error| {
-        Error::Local(format!("cannot write the store {}: {e}", store.root().display()))
+        Error::Local(format!(
+            "cannot write the store {}: {e}",
+            store.root().display()
+        ))
     };
     for blob in [&config, &wasm].into_iter().chain(&signature_blobs) {
         store.put_blob(blob).map_err(written)?;
@@ -509,10 +524,20 @@ fn world_of(wasm: &[u8]) -> (Vec<String>, Vec<String>) {
             Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
             Payload::End(_) => depth = depth.saturating_sub(1),
             Payload::ComponentImportSection(section) if depth == 0 => {
-                imports.extend(section.into_iter().flatten().map(|i| i.name.name.to_owned()));
+                imports.extend(
+                    section
+                        .into_iter()
+                        .flatten()
+                        .map(|i| i.name.name.to_owned()),
+                );
             }
             Payload::ComponentExportSection(section) if depth == 0 => {
-                exports.extend(section.into_iter().flatten().map(|e| e.name.name.to_owned()));
+                exports.extend(
+                    section
+                        .into_iter()
+                        .flatten()
+                        .map(|e| e.name.name.to_owned()),
+                );
             }
             _ => {}
         }

@@ -241,19 +241,38 @@ mod tests {
 
         let too_big = GuardManifest::parse(one.as_bytes(), 99).unwrap_err();
         assert!(too_big.contains("more than the 99"), "{too_big}");
-        let two = manifest(&format!(
-            "{0},{0}",
-            layer(WASM_LAYER_MEDIA_TYPE, 1)
-        ));
-        assert!(GuardManifest::parse(two.as_bytes(), 100).unwrap_err().contains("2 layers"));
+        let two = manifest(&format!("{0},{0}", layer(WASM_LAYER_MEDIA_TYPE, 1)));
+        assert!(
+            GuardManifest::parse(two.as_bytes(), 100)
+                .unwrap_err()
+                .contains("2 layers")
+        );
         let tar = manifest(&layer("application/vnd.oci.image.layer.v1.tar", 1));
-        assert!(GuardManifest::parse(tar.as_bytes(), 100).unwrap_err().contains("not a WebAssembly"));
+        assert!(
+            GuardManifest::parse(tar.as_bytes(), 100)
+                .unwrap_err()
+                .contains("not a WebAssembly")
+        );
         for garbage in ["", "{}", "[1]", r#"{"schemaVersion":1,"config":{}}"#] {
-            assert!(GuardManifest::parse(garbage.as_bytes(), 100).is_err(), "{garbage}");
+            assert!(
+                GuardManifest::parse(garbage.as_bytes(), 100).is_err(),
+                "{garbage}"
+            );
         }
-        let index = one.replace(MANIFEST_MEDIA_TYPE, "application/vnd.oci.image.index.v1+json");
-        assert!(GuardManifest::parse(index.as_bytes(), 100).unwrap_err().contains("index"));
+        let index = one.replace(
+            MANIFEST_MEDIA_TYPE,
+            "application/vnd.oci.image.index.v1+json",
+        );
+        assert!(
+            GuardManifest::parse(index.as_bytes(), 100)
+                .unwrap_err()
+                .contains("index")
+        );
         let bad_digest = one.replace(&format!("sha256:{}", "b".repeat(64)), "md5:00");
-        assert!(GuardManifest::parse(bad_digest.as_bytes(), 100).unwrap_err().contains("md5:00"));
+        assert!(
+            GuardManifest::parse(bad_digest.as_bytes(), 100)
+                .unwrap_err()
+                .contains("md5:00")
+        );
     }
 }

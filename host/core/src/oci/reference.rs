@@ -115,13 +115,15 @@ impl FromStr for Reference {
         };
         let part_ok = |part: &str| {
             !part.is_empty()
-                && part.bytes().all(|b| {
-                    b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)
-                })
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
                 && part.as_bytes()[0].is_ascii_alphanumeric()
         };
         if !repository.split('/').all(part_ok) {
-            return bad("a repository is lowercase letters, digits and `._-`, in parts split by `/`");
+            return bad(
+                "a repository is lowercase letters, digits and `._-`, in parts split by `/`",
+            );
         }
         if let Some(tag) = tag
             && (tag.is_empty()

@@ -116,7 +116,11 @@ fn check<'k>(signed: &Signed, digest: &str, keys: &'k [PublicKey]) -> Result<&'k
     if signed_digest != digest {
         return Err(format!(
             "it signs {}, not this manifest",
-            if signed_digest.is_empty() { "no digest" } else { signed_digest }
+            if signed_digest.is_empty() {
+                "no digest"
+            } else {
+                signed_digest
+            }
         ));
     }
     use base64::Engine as _;
@@ -148,7 +152,10 @@ mod tests {
             .verifying_key()
             .to_public_key_pem(LineEnding::LF)
             .unwrap();
-        (signing, PublicKey::from_pem(&format!("key{seed}.pub"), &pem).unwrap())
+        (
+            signing,
+            PublicKey::from_pem(&format!("key{seed}.pub"), &pem).unwrap(),
+        )
     }
 
     fn sign(key: &SigningKey, digest: &str) -> Signed {
@@ -187,10 +194,17 @@ mod tests {
 
         let mut altered = sign(&one, DIGEST);
         altered.payload.extend_from_slice(b" ");
-        assert!(signer(&[altered], DIGEST, &keys).unwrap_err().contains("altered"));
+        assert!(
+            signer(&[altered], DIGEST, &keys)
+                .unwrap_err()
+                .contains("altered")
+        );
 
         let mut flipped = sign(&one, DIGEST);
-        flipped.signature = flipped.signature.replacen('A', "B", 1).replacen('M', "N", 1);
+        flipped.signature = flipped
+            .signature
+            .replacen('A', "B", 1)
+            .replacen('M', "N", 1);
         assert!(signer(&[flipped], DIGEST, &keys).is_err());
 
         let err = signer(&[], DIGEST, &keys).unwrap_err();
@@ -199,7 +213,11 @@ mod tests {
 
     #[test]
     fn a_key_that_is_not_a_p256_public_key_is_refused() {
-        let err = PublicKey::from_pem("k.pub", "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----").unwrap_err();
+        let err = PublicKey::from_pem(
+            "k.pub",
+            "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----",
+        )
+        .unwrap_err();
         assert!(err.contains("k.pub") && err.contains("P-256"), "{err}");
     }
 }

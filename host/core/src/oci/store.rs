@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::signature::{SIMPLE_SIGNING_MEDIA_TYPE, SIGNATURE_ANNOTATION, Signed};
+use super::signature::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, Signed};
 use super::{
     Descriptor, GuardManifest, ImageManifest, MAX_MANIFEST_BYTES, MAX_SMALL_BLOB_BYTES, Reference,
     digest_of,
@@ -232,9 +232,7 @@ impl Store {
     /// When the store cannot be written.
     pub fn put_blob(&self, bytes: &[u8]) -> std::io::Result<String> {
         let digest = digest_of(bytes);
-        let path = self
-            .blob_path(&digest)
-            .map_err(std::io::Error::other)?;
+        let path = self.blob_path(&digest).map_err(std::io::Error::other)?;
         if path.exists() && std::fs::read(&path).is_ok_and(|b| b == bytes) {
             return Ok(digest);
         }
@@ -279,7 +277,9 @@ fn atomic_write(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = dir.join(format!(
         ".tmp-{}-{}",
         std::process::id(),
-        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default()
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
     ));
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
@@ -303,12 +303,22 @@ mod tests {
         let store = Store::in_dir(&dir);
         let digest = store.put_blob(b"component").unwrap();
         assert_eq!(store.blob(&digest, 100).unwrap(), b"component");
-        assert!(store.blob(&digest, 3).unwrap_err().contains("more than the 3"));
+        assert!(
+            store
+                .blob(&digest, 3)
+                .unwrap_err()
+                .contains("more than the 3")
+        );
         std::fs::write(store.blob_path(&digest).unwrap(), b"Component").unwrap();
         assert!(store.blob(&digest, 100).unwrap_err().contains("altered"));
         let missing = digest_of(b"other");
         assert!(store.blob(&missing, 100).unwrap_err().contains("missing"));
-        assert!(store.blob("sha256:../../etc", 100).unwrap_err().contains("not a sha256"));
+        assert!(
+            store
+                .blob("sha256:../../etc", 100)
+                .unwrap_err()
+                .contains("not a sha256")
+        );
     }
 
     #[test]
@@ -316,7 +326,12 @@ mod tests {
         let dir = tempdir();
         let store = Store::in_dir(&dir);
         let reference: Reference = "oci://localhost:5000/guards/deny:1".parse().unwrap();
-        assert!(store.resolve(&reference).unwrap_err().contains("hookbox pull"));
+        assert!(
+            store
+                .resolve(&reference)
+                .unwrap_err()
+                .contains("hookbox pull")
+        );
         for content in [&b"one"[..], b"two"] {
             let digest = store.put_blob(content).unwrap();
             let descriptor = Descriptor {
