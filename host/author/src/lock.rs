@@ -79,11 +79,16 @@ pub fn lock(runtime: &Runtime, dir: &Path) -> Result<Locked, Error> {
             // A registry's plugin: its source pinned to the manifest digest
             // it was loaded from (which pins the component too).
             (Ok(_), _) if status.source.is_some() => {
-                let Some(source) = &status.source else { continue };
+                let Some(source) = &status.source else {
+                    continue;
+                };
                 let Ok(reference) = source.reference.parse::<hookbox::oci::Reference>() else {
                     continue;
                 };
-                let before = table.get("source").and_then(|v| v.as_str()).map(str::to_owned);
+                let before = table
+                    .get("source")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_owned);
                 let pinned_source = reference.with_digest(&source.digest).to_string();
                 table["source"] = toml_edit::value(&pinned_source);
                 pinned.push(Pinned {
