@@ -329,17 +329,18 @@ use PreparedState::{Compile, Ready};
 /// A plugin, or why it could not be loaded.
 type Loaded = Result<Arc<Plugin>, LoadError>;
 
-/// Compiles the entries that need it on up to one thread per core, and
-/// returns every entry with its result, in order.
-fn compile_all(
-    runtime: &Runtime,
-    prepared: Vec<Prepared>,
-) -> Vec<(
+/// An entry, its name, the sha256 of its bytes and where it came from, and
+/// its plugin or load failure.
+type Compiled = (
     PluginEntry,
     String,
     (Option<String>, Option<Provenance>),
     Loaded,
-)> {
+);
+
+/// Compiles the entries that need it on up to one thread per core, and
+/// returns every entry with its result, in order.
+fn compile_all(runtime: &Runtime, prepared: Vec<Prepared>) -> Vec<Compiled> {
     let compile =
         |item: (&PluginEntry, &str, Option<&str>), bytes: &[u8], options: &PluginOptions| {
             let (entry, name, digest) = item;
