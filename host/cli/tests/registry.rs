@@ -137,6 +137,23 @@ fn oci(tools: &Path, args: &[&str]) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_owned()
 }
 
+/// Signs the manifest `digest` in the registry's `guards/deny-tools` with
+/// `keys/NAME.key`, as cosign would; `bad` flips a byte of the signature.
+fn sign(tools: &Path, registry: &Registry, keys: &Path, digest: &str, name: &str, bad: bool) {
+    let key = keys.join(format!("{name}.key"));
+    let mut args = vec![
+        "sign",
+        &registry.host,
+        "guards/deny-tools",
+        digest,
+        key.to_str().unwrap(),
+    ];
+    if bad {
+        args.push("--bad");
+    }
+    oci(tools, &args);
+}
+
 fn hookbox(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hookbox"))
         .args(args)
@@ -221,16 +238,7 @@ fn published(label: &str, tools: &Path) -> (Registry, PathBuf, String) {
 fn a_guard_pushed_and_signed_independently_is_pulled_verified_and_run_also_offline() {
     let Some(tools) = tools() else { return };
     let (mut registry, keys, digest) = published("run", tools);
-    oci(
-        tools,
-        &[
-            "sign",
-            &registry.host,
-            "guards/deny-tools",
-            &digest,
-            keys.join("publisher.key").to_str().unwrap(),
-        ],
-    );
+    sign(tools, &registry, &keys, &digest, "publisher", false);
     let source = format!("oci://{}/guards/deny-tools:1", registry.host);
     let dir = plugin_dir("run", &keys, &["publisher.pub"], &source);
 
@@ -297,16 +305,7 @@ fn another_key_a_bad_signature_or_none_under_a_required_policy_is_refused_at_pul
     );
 
     // Signed by a key the directory does not trust.
-    oci(
-        tools,
-        &[
-            "sign",
-            &registry.host,
-            "guards/deny-tools",
-            &digest,
-            keys.join("stranger.key").to_str().unwrap(),
-        ],
-    );
+    sign(tools, &registry, &keys, &digest, "stranger", false);
     let out = pull(&dir);
     assert!(
         !out.status.success() && text(&out).contains("another key"),
@@ -315,17 +314,7 @@ fn another_key_a_bad_signature_or_none_under_a_required_policy_is_refused_at_pul
     );
 
     // A flipped byte in the signature.
-    oci(
-        tools,
-        &[
-            "sign",
-            &registry.host,
-            "guards/deny-tools",
-            &digest,
-            keys.join("publisher.key").to_str().unwrap(),
-            "--bad",
-        ],
-    );
+    sign(tools, &registry, &keys, &digest, "publisher", true);
     let out = pull(&dir);
     assert!(
         !out.status.success() && text(&out).contains("refused"),
@@ -335,16 +324,7 @@ fn another_key_a_bad_signature_or_none_under_a_required_policy_is_refused_at_pul
 
     // Signed as trusted: pulled; then a signature policy naming only the
     // stranger refuses it at load, phase provenance.
-    oci(
-        tools,
-        &[
-            "sign",
-            &registry.host,
-            "guards/deny-tools",
-            &digest,
-            keys.join("publisher.key").to_str().unwrap(),
-        ],
-    );
+    sign(tools, &registry, &keys, &digest, "publisher", false);
     let out = pull(&dir);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(shell_call(&dir).unwrap(), "skip");
@@ -480,5 +460,111 @@ fn lock_pins_a_tag_to_the_digest_pulled_and_an_unreachable_registry_is_a_clear_e
         !out.status.success() && text(&out).contains("cannot be reached"),
         "{}",
         text(&out)
+    );
+}
+
+/// Pulls with the library, as `hookbox pull` does, with `options`.
+fn pull_with(
+    dir: &Path,
+    reference: &str,
+    options: &hookbox_registry::Options,
+) -> Result<hookbox_registry::Pulled, hookbox_registry::Error> {
+    let reference: hookbox::oci::Reference = reference.parse().unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(hookbox_registry::pull(dir, &reference, options))
+}
+
+#[test]
+fn a_component_past_the_size_bound_and_a_registry_answering_garbage_are_refused_writing_nothing() {
+    let Some(tools) = tools() else { return };
+    let (registry, keys, _) = published("bounds", tools);
+    let source = format!("oci://{}/guards/deny-tools:1", registry.host);
+    let dir = plugin_dir("bounds", &keys, &[], &source);
+    let small = hookbox_registry::Options {
+        max_plugin_bytes: 1000,
+        ..Default::default()
+    };
+    let err = pull_with(&dir, &source, &small).unwrap_err().to_string();
+    assert!(err.contains("more than the 1000"), "{err}");
+    assert!(!dir.join(".oci/index.json").exists());
+
+    // A server on loopback that answers every request with 200 and junk.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let host = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = "<html>this is not a registry</html>";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let junk = format!("oci://{host}/guards/deny-tools:1");
+    let err = pull_with(&dir, &junk, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&junk), "{err}");
+    assert!(!dir.join(".oci/index.json").exists());
+}
+
+#[test]
+fn hot_reload_with_a_refused_new_version_keeps_the_verified_one_live() {
+    let Some(tools) = tools() else { return };
+    let (registry, keys, digest) = published("reload", tools);
+    sign(tools, &registry, &keys, &digest, "publisher", false);
+    let source = format!("oci://{}/guards/deny-tools:1", registry.host);
+    let dir = plugin_dir("reload", &keys, &["publisher.pub"], &source);
+    let out = hookbox(&["pull", &source, "--plugins", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let runtime = hookbox::Runtime::new(Default::default()).unwrap();
+    let watcher =
+        hookbox::watch::DirWatcher::start(&runtime, &dir, std::time::Duration::from_millis(50))
+            .unwrap();
+    assert!(watcher.snapshot().plugins[0].result.is_ok());
+
+    // A new version, unsigned, pinned in the manifest: refused (it was
+    // never pulled and verified), and the verified one stays live.
+    let wasm = keys.join("path-jail.wasm");
+    std::fs::copy(guests::PATH_JAIL, &wasm).unwrap();
+    let unsigned = oci(
+        tools,
+        &[
+            "push",
+            &registry.host,
+            "guards/deny-tools:2",
+            wasm.to_str().unwrap(),
+        ],
+    );
+    let manifest = std::fs::read_to_string(dir.join("hookbox.toml")).unwrap();
+    std::fs::write(
+        dir.join("hookbox.toml"),
+        manifest.replace(&source, &format!("{source}@{unsigned}")),
+    )
+    .unwrap();
+    let report = watcher
+        .next_report(std::time::Duration::from_secs(20))
+        .expect("a reload");
+    let snapshot = watcher.snapshot();
+    let live = &snapshot.plugins[0];
+    assert!(live.result.is_ok(), "{report:?}");
+    let failed = live
+        .newer_version_failed
+        .as_ref()
+        .expect("the new version failed");
+    assert_eq!(failed.phase, hookbox::LoadPhase::Provenance);
+    assert!(failed.reason.contains("stays live"), "{failed:?}");
+    assert_eq!(
+        live.source.as_ref().map(|s| s.digest.as_str()),
+        Some(digest.as_str())
     );
 }
