@@ -53,6 +53,11 @@ struct Registry {
 
 impl Registry {
     fn start(label: &str) -> Registry {
+        Registry::start_with(label, "")
+    }
+
+    /// A registry whose configuration ends with `extra` (YAML).
+    fn start_with(label: &str, extra: &str) -> Registry {
         let dir = fresh(&format!("{label}-registry"));
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -64,7 +69,7 @@ impl Registry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog: {{level: warn, accesslog: {{disabled: true}}}}\nstorage: {{filesystem: {{rootdirectory: {}}}}}\nhttp: {{addr: 127.0.0.1:{port}}}\n",
+                "version: 0.1\nlog: {{level: warn, accesslog: {{disabled: true}}}}\nstorage: {{filesystem: {{rootdirectory: {}}}}}\nhttp: {{addr: 127.0.0.1:{port}}}\n{extra}",
                 storage.display()
             ),
         )
@@ -155,11 +160,16 @@ fn sign(tools: &Path, registry: &Registry, keys: &Path, digest: &str, name: &str
 }
 
 fn hookbox(args: &[&str]) -> Output {
+    hookbox_with_auth(args, Path::new("/nonexistent/auth.json"))
+}
+
+/// `hookbox ARGS` with `REGISTRY_AUTH_FILE=auth`.
+fn hookbox_with_auth(args: &[&str], auth: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hookbox"))
         .args(args)
         .env("HOOKBOX_LOG", "off")
         .env("HOOKBOX_CACHE_DIR", "off")
-        .env("REGISTRY_AUTH_FILE", "/nonexistent/auth.json")
+        .env("REGISTRY_AUTH_FILE", auth)
         .output()
         .unwrap()
 }
@@ -567,4 +577,85 @@ fn hot_reload_with_a_refused_new_version_keeps_the_verified_one_live() {
         live.source.as_ref().map(|s| s.digest.as_str()),
         Some(digest.as_str())
     );
+}
+
+#[test]
+fn credentials_come_from_registry_auth_file_and_are_written_nowhere() {
+    let Some(tools) = tools() else { return };
+    let folder = fresh("auth");
+    // htpasswd wants bcrypt: Python's crypt module, on the system's libcrypt.
+    let hash = Command::new(tools.join("venv/bin/python"))
+        .args([
+            "-W",
+            "ignore",
+            "-c",
+            "import crypt; print(crypt.crypt('s3cret-pw', crypt.mksalt(crypt.METHOD_BLOWFISH)))",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        hash.status.success(),
+        "{}",
+        String::from_utf8_lossy(&hash.stderr)
+    );
+    let htpasswd = folder.join("htpasswd");
+    std::fs::write(
+        &htpasswd,
+        format!("ann:{}", String::from_utf8(hash.stdout).unwrap().trim()),
+    )
+    .unwrap();
+    let registry = Registry::start_with(
+        "auth",
+        &format!(
+            "auth: {{htpasswd: {{realm: hookbox-test, path: {}}}}}\n",
+            htpasswd.display()
+        ),
+    );
+    let reference = format!("oci://{}/guards/deny-tools:1", registry.host);
+
+    let out = hookbox(&["push", guests::DENY_TOOLS, &reference]);
+    assert!(
+        !out.status.success() && text(&out).contains("refused the credentials"),
+        "{}",
+        text(&out)
+    );
+
+    let auth = folder.join("auth.json");
+    std::fs::write(
+        &auth,
+        r#"{"auths": {"REGISTRY": {"auth": "YW5uOnMzY3JldC1wdw=="}}}"#
+            .replace("REGISTRY", &registry.host),
+    )
+    .unwrap();
+    let out = hookbox_with_auth(&["push", guests::DENY_TOOLS, &reference], &auth);
+    assert!(out.status.success(), "{}", text(&out));
+    let dir = plugin_dir("auth-pull", &folder, &[], &reference);
+    let out = hookbox_with_auth(
+        &["pull", &reference, "--plugins", dir.to_str().unwrap()],
+        &auth,
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(shell_call(&dir).unwrap(), "skip");
+    for file in walk(&dir) {
+        let bytes = std::fs::read(&file).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("s3cret-pw") && !text.contains("YW5uOnMzY3JldC1wdw"),
+            "{} holds the credentials",
+            file.display()
+        );
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -155,7 +155,10 @@ impl Session {
                 format!("cannot be reached ({e}); check the address, or that it is running")
             }
             OciDistributionError::UnauthorizedError { .. }
-            | OciDistributionError::AuthenticationFailure(_) => format!(
+            | OciDistributionError::AuthenticationFailure(_)
+            | OciDistributionError::ServerError {
+                code: 401 | 403, ..
+            } => format!(
                 "refused the credentials ({e}); log in with `docker login` or `oras login`, or set REGISTRY_AUTH_FILE"
             ),
             _ => format!("answered with an error: {e}"),
