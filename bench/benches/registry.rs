@@ -56,11 +56,17 @@ fn pulled(dir: &Path, wasm: &[u8]) {
     let digest = oci::digest_of(&guard);
     let reference: oci::Reference = "oci://localhost:5000/guards/deny-tools:1".parse().unwrap();
     store
-        .record(&reference.name(), descriptor(oci::MANIFEST_MEDIA_TYPE, &guard))
+        .record(
+            &reference.name(),
+            descriptor(oci::MANIFEST_MEDIA_TYPE, &guard),
+        )
         .unwrap();
 
     let key = p256::ecdsa::SigningKey::from_slice(&[7; 32]).unwrap();
-    let public = key.verifying_key().to_public_key_pem(LineEnding::LF).unwrap();
+    let public = key
+        .verifying_key()
+        .to_public_key_pem(LineEnding::LF)
+        .unwrap();
     std::fs::write(dir.join("publisher.pub"), public).unwrap();
     let payload = format!(
         r#"{{"critical":{{"identity":{{"docker-reference":"localhost:5000/guards/deny-tools"}},"image":{{"docker-manifest-digest":"{digest}"}},"type":"{}"}},"optional":null}}"#,
@@ -76,7 +82,10 @@ fn pulled(dir: &Path, wasm: &[u8]) {
     let empty = b"{}";
     store.put_blob(empty).unwrap();
     store.put_blob(payload.as_bytes()).unwrap();
-    let signatures = manifest(&descriptor("application/vnd.oci.image.config.v1+json", empty), &[layer]);
+    let signatures = manifest(
+        &descriptor("application/vnd.oci.image.config.v1+json", empty),
+        &[layer],
+    );
     store.put_blob(&signatures).unwrap();
     store
         .record(
@@ -94,7 +103,8 @@ fn pulled(dir: &Path, wasm: &[u8]) {
 }
 
 fn main() {
-    let scratch = std::env::temp_dir().join(format!("hookbox-bench-registry-{}", std::process::id()));
+    let scratch =
+        std::env::temp_dir().join(format!("hookbox-bench-registry-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     let (file_dir, pulled_dir) = (scratch.join("file"), scratch.join("pulled"));
     std::fs::create_dir_all(&file_dir).unwrap();
@@ -137,8 +147,14 @@ fn main() {
         times[times.len() / 2]
     };
     let (file, signed) = (median(&mut file), median(&mut signed));
-    println!("load of deny-tools ({} bytes), compile cache warm, median of 41:", wasm.len());
-    println!("  file in the directory   {:>9.3} ms", file.as_secs_f64() * 1e3);
+    println!(
+        "load of deny-tools ({} bytes), compile cache warm, median of 41:",
+        wasm.len()
+    );
+    println!(
+        "  file in the directory   {:>9.3} ms",
+        file.as_secs_f64() * 1e3
+    );
     println!(
         "  pulled, signed          {:>9.3} ms  (+{:.3} ms, {:.2}x)",
         signed.as_secs_f64() * 1e3,
