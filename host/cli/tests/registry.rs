@@ -659,3 +659,90 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     files
 }
+
+/// Serves HTTP on loopback, one request per connection, answering each
+/// with what `answer` makes of its head (request line and headers).
+fn http_server(answer: impl Fn(&str) -> String + Send + 'static) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        use std::io::{Read as _, Write as _};
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).is_ok_and(|n| n == 1) {
+                head.push(byte[0]);
+            }
+            let _ = stream.write_all(answer(&String::from_utf8_lossy(&head)).as_bytes());
+        }
+    });
+    port
+}
+
+#[test]
+fn a_redirect_to_another_host_carries_no_credentials_and_ends_the_pull_with_an_error() {
+    // oci-client follows redirects (it cannot be told not to): what
+    // hookbox guarantees is that the credentials stay with the registry
+    // they are for, and that what comes back is checked like anything else.
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let recorded = seen.clone();
+    let elsewhere = http_server(move |head| {
+        recorded.lock().unwrap().push(head.to_owned());
+        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into()
+    });
+    let with_credentials = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = with_credentials.clone();
+    let registry = http_server(move |head| {
+        let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
+        let authorized = head
+            .lines()
+            .any(|l| l.to_ascii_lowercase().starts_with("authorization: basic"));
+        if authorized && path != "/v2/" {
+            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        if path == "/v2/" && !authorized {
+            "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into()
+        } else if path == "/v2/" {
+            "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}".into()
+        } else {
+            format!(
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: http://localhost:{elsewhere}{path}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            )
+        }
+    });
+    let folder = fresh("redirect");
+    let host = format!("127.0.0.1:{registry}");
+    let auth = folder.join("auth.json");
+    std::fs::write(
+        &auth,
+        format!(r#"{{"auths": {{"{host}": {{"auth": "YW5uOnMzY3JldC1wdw=="}}}}}}"#),
+    )
+    .unwrap();
+    let reference = format!("oci://{host}/guards/deny-tools:1");
+    let out = hookbox_with_auth(
+        &["pull", &reference, "--plugins", folder.to_str().unwrap()],
+        &auth,
+    );
+    assert!(
+        !out.status.success() && text(&out).contains(&reference),
+        "{}",
+        text(&out)
+    );
+    assert!(!folder.join(".oci/index.json").exists());
+    let seen = seen.lock().unwrap();
+    assert!(
+        !seen.is_empty(),
+        "the redirect was not followed, so this test shows nothing"
+    );
+    assert!(
+        with_credentials.load(std::sync::atomic::Ordering::Relaxed) > 0,
+        "the registry itself got no credentials, so this test shows nothing"
+    );
+    for head in seen.iter() {
+        assert!(
+            !head.to_ascii_lowercase().contains("authorization"),
+            "credentials followed the redirect: {head}"
+        );
+    }
+}
