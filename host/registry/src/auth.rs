@@ -154,15 +154,16 @@ fn helper_auth(helper: &str, registry: &str) -> Result<RegistryAuth, Error> {
     struct Answer {
         #[serde(rename = "Username")]
         username: String,
+        // The helper's `Secret`: a password or a token.
         #[serde(rename = "Secret")]
-        secret: String,
+        value: String,
     }
     let answer: Answer = serde_json::from_slice(&output.stdout)
         .map_err(|e| failed(format!("its answer is not credentials: {e}")))?;
     Ok(if answer.username == "<token>" {
-        RegistryAuth::Bearer(answer.secret)
+        RegistryAuth::Bearer(answer.value)
     } else {
-        RegistryAuth::Basic(answer.username, answer.secret)
+        RegistryAuth::Basic(answer.username, answer.value)
     })
 }
 
