@@ -1118,8 +1118,10 @@ fn a_sessions_run_state_outlives_its_idle_run_through_the_session_store() {
     for with_store in [false, true] {
         let config = ServeConfig {
             idle_timeout: Duration::from_millis(100),
-            session_store: with_store
-                .then(|| hookbox_agents::SessionStore::open(&state.join("sessions")).unwrap()),
+            session_store: with_store.then(|| {
+                let store = hookbox_agents::SessionStore::open(&state.join("sessions")).unwrap();
+                std::sync::Arc::new(store) as std::sync::Arc<dyn hookbox_agents::SessionBackend>
+            }),
             ..ServeConfig::default()
         };
         let f = Fixture::new(&format!("serve-session-store-{with_store}"), config);

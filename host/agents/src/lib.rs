@@ -59,7 +59,12 @@ use hookbox::{Decision, Outcome, StepEvent, Stopped};
 use serde::de::DeserializeOwned;
 
 pub use reply::Reply;
-pub use store::{SessionLock, SessionStore, StoreError};
+#[cfg(feature = "redis")]
+pub use store::RedisStore;
+pub use store::{
+    DEFAULT_MAX_AGE, Pin, Pinned, Saved, Scratchpads, SessionBackend, SessionHold, SessionLock,
+    SessionStore, StoreError,
+};
 
 /// How the adapters answer where the operator has a choice.
 #[derive(Clone, Debug, Default)]
@@ -146,18 +151,65 @@ pub trait Protocol {
     fn answer(input: &Self::Input, decision: Decision, options: &Options) -> Reply;
 
     /// The event's own block, for a stack that failed closed or a failure
-    /// outside the stack (the plugins could not be loaded, the session's
-    /// state could not be kept), and for a terminate.
+    /// outside the stack (the plugins could not be loaded, the server is
+    /// full), and for a terminate.
     fn fail(input: &Self::Input, reason: &str) -> Reply;
+
+    /// The answer when the session's state could not be read or kept (its
+    /// store is down, slow or answering garbage): the event's own block
+    /// where the agent lets a hook block it; where it cannot be blocked,
+    /// the neutral answer (the caller logs the failure), rather than
+    /// stopping the agent for an outage. By default, [`Protocol::fail`].
+    fn state_unavailable(input: &Self::Input, reason: &str) -> Reply {
+        Self::fail(input, &format!("hookbox: blocked: {reason}"))
+    }
+}
+
+/// Why a hook was not asked of the stack: a failure outside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unasked {
+    /// The step is blocked ([`Protocol::fail`]): the plugins could not be
+    /// loaded, the server is full, the session is refused.
+    Blocked(String),
+    /// The session's state could not be read or kept
+    /// ([`Protocol::state_unavailable`]).
+    NoState(String),
+}
+
+impl From<String> for Unasked {
+    fn from(reason: String) -> Unasked {
+        Unasked::Blocked(reason)
+    }
+}
+
+impl From<&str> for Unasked {
+    fn from(reason: &str) -> Unasked {
+        Unasked::Blocked(reason.to_owned())
+    }
+}
+
+impl From<StoreError> for Unasked {
+    fn from(e: StoreError) -> Unasked {
+        Unasked::NoState(e.to_string())
+    }
+}
+
+impl std::fmt::Display for Unasked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unasked::Blocked(reason) | Unasked::NoState(reason) => f.write_str(reason),
+        }
+    }
 }
 
 /// The whole hook: input in, reply out. `decide` asks the stack about the
 /// mapped event for the session (its `Err` is a failure outside the stack:
-/// it blocks, as a failed-closed outcome does).
+/// it blocks, as a failed-closed outcome does, but for a session state
+/// that is unavailable on a step the agent cannot block).
 pub fn handle<P: Protocol>(
     input: &[u8],
     options: &Options,
-    decide: impl FnOnce(&Session, &StepEvent) -> Result<Outcome, String>,
+    decide: impl FnOnce(&Session, &StepEvent) -> Result<Outcome, Unasked>,
 ) -> Reply {
     let input = match P::parse(input) {
         Ok(input) => input,
@@ -175,7 +227,8 @@ pub fn handle<P: Protocol>(
             Ok(decision) => P::answer(&input, decision, options),
             Err(stop) => P::fail(&input, &blocked(&stop)),
         },
-        Err(reason) => P::fail(&input, &format!("hookbox: blocked: {reason}")),
+        Err(Unasked::Blocked(reason)) => P::fail(&input, &format!("hookbox: blocked: {reason}")),
+        Err(Unasked::NoState(reason)) => P::state_unavailable(&input, &reason),
     }
 }
 

@@ -15,7 +15,7 @@ use hookbox_agents::cursor::Cursor;
 use hookbox_agents::gemini::Gemini;
 use hookbox_agents::opencode::OpenCode;
 use hookbox_agents::windsurf::Windsurf;
-use hookbox_agents::{Options, Protocol, Reply, handle};
+use hookbox_agents::{Options, Protocol, Reply, Unasked, handle};
 use serde_json::json;
 
 fn flows() -> Vec<Flow> {
@@ -76,6 +76,17 @@ fn check<P: Protocol>(inputs: &[serde_json::Value]) {
         answers.push(("failed closed".into(), failed));
         let broken = handle::<P>(&bytes, &Options::default(), |_, _| Err("no plugins".into()));
         answers.push(("cannot load".into(), broken));
+        // A session store that is down blocks every step the agent lets a
+        // hook block (the one Claude Code step that cannot be blocked gets
+        // no opinion: see below).
+        let unblockable =
+            P::NAME == ClaudeCode::NAME && input["hook_event_name"] == "PostToolUseFailure";
+        if !unblockable {
+            let no_state = handle::<P>(&bytes, &Options::default(), |_, _| {
+                Err(Unasked::NoState("session state in redis://x: down".into()))
+            });
+            answers.push(("session state unavailable".into(), no_state));
+        }
         for (what, reply) in answers {
             let same_as_silence =
                 reply.exit_code == quiet.exit_code && reply.stdout == quiet.stdout;
@@ -108,6 +119,19 @@ fn claude_code_never_fails_open() {
         with(json!({"hook_event_name": "PostToolUseFailure", "error": "exit 1"})),
         with(json!({"hook_event_name": "UserPromptSubmit", "prompt": "hi"})),
     ]);
+}
+
+#[test]
+fn a_claude_code_step_that_cannot_be_blocked_gets_no_opinion_when_its_state_is_unavailable() {
+    let input = json!({"session_id": "s", "transcript_path": "/t", "cwd": "/w", "tool_name": "Bash",
+                       "tool_input": {"command": "ls"}, "tool_use_id": "t",
+                       "hook_event_name": "PostToolUseFailure", "error": "exit 1"});
+    let reply = handle::<ClaudeCode>(input.to_string().as_bytes(), &Options::default(), |_, _| {
+        Err(Unasked::NoState("session state in redis://x: down".into()))
+    });
+    assert_eq!(reply.exit_code, 0);
+    assert_eq!(reply.stdout, Reply::no_opinion().stdout, "{reply:?}");
+    assert!(reply.stderr.unwrap().contains("redis://x: down"));
 }
 
 #[test]

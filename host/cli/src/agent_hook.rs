@@ -4,11 +4,10 @@
 //! code. The mappings are `hookbox_agents`'.
 
 use std::io::{Read, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use hookbox::{Outcome, StepEvent};
-use hookbox_agents::{Options, Protocol, Session, SessionStore, handle};
+use hookbox_agents::{Options, Pinned, Protocol, Session, StoreError, Unasked, handle};
 
 use crate::{Agent, HookArgs, hook_config, terminal};
 
@@ -37,7 +36,7 @@ pub(crate) fn run<P: Protocol>(args: &HookArgs, options: &Options) -> ExitCode {
             }
             handle::<P>(&input, options, |session, event| {
                 decide::<P>(
-                    &args.dir,
+                    args,
                     scoped(session, args.session.as_deref()).as_ref(),
                     event,
                 )
@@ -67,13 +66,13 @@ fn scoped(session: &Session, named: Option<&str>) -> Option<Session> {
 }
 
 /// The plugin directory's answer for the session, its state carried over
-/// from the session's earlier hook calls. With no session, a run of its
-/// own that starts empty and is kept nowhere.
+/// from the session's earlier hook calls (in `--state`'s store). With no
+/// session, a run of its own that starts empty and is kept nowhere.
 fn decide<P: Protocol>(
-    dir: &Path,
+    args: &HookArgs,
     session: Option<&Session>,
     event: &StepEvent,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Unasked> {
     // One process, one event: a pool sized for a thousand runs costs more to
     // set up than the event takes. Instances are allocated as they start.
     let runtime = crate::runtime_with(hookbox::RuntimeConfig {
@@ -81,13 +80,29 @@ fn decide<P: Protocol>(
         ..hookbox::RuntimeConfig::default()
     })
     .map_err(|e| format!("{e:#}"))?;
-    let loaded = hookbox::directory::load(&runtime, dir).map_err(|e| e.to_string())?;
+    let loaded_at = std::time::SystemTime::now();
+    let loaded = hookbox::directory::load(&runtime, &args.dir).map_err(|e| e.to_string())?;
+    let unavailable = |e: StoreError| {
+        tracing::warn!("session state unavailable: {e}");
+        Unasked::from(e)
+    };
     let mut state = match session {
         Some(session) => {
-            let store_dir = SessionStore::default_dir()
-                .ok_or("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
-            let store = SessionStore::open(&store_dir).map_err(|e| e.to_string())?;
-            Some(store.lock(P::NAME, session).map_err(|e| e.to_string())?)
+            let store = args.state.open(false).map_err(|e| format!("{e:#}"))?;
+            let mut hold = store.lock(P::NAME, session).map_err(unavailable)?;
+            let mut saved = hold.load().map_err(unavailable)?;
+            if store.shared() {
+                let digest = hookbox::directory::stack_digest(&loaded.plugins);
+                match saved.pinned_to(&digest, loaded_at) {
+                    Pinned::New | Pinned::Same => {}
+                    Pinned::Moved { from } => tracing::info!(
+                        from = %from.digest,
+                        "the session moved to the plugin directory's newer stack, keeping its state"
+                    ),
+                    Pinned::Refused { why } => return Err(Unasked::Blocked(why)),
+                }
+            }
+            Some((hold, saved))
         }
         None => None,
     };
@@ -102,12 +117,13 @@ fn decide<P: Protocol>(
         hookbox.surface = P::NAME,
     );
     let mut run = loaded.stack.start_run(run_id);
-    if let Some(state) = &mut state {
-        run.restore_scratchpads(state.load());
+    if let Some((_, saved)) = &mut state {
+        run.restore_scratchpads(std::mem::take(&mut saved.scratchpads));
     }
     let outcome = span.in_scope(|| run.step(event));
-    if let Some(state) = &mut state {
-        state.save(&run.scratchpads()).map_err(|e| e.to_string())?;
+    if let Some((hold, saved)) = &mut state {
+        saved.scratchpads = run.scratchpads();
+        hold.save(saved).map_err(unavailable)?;
     }
     Ok(outcome)
 }

@@ -26,6 +26,7 @@ mod registry;
 mod replay;
 mod run;
 mod serve;
+mod state;
 pub mod telemetry;
 mod terminal;
 mod watch;
@@ -97,6 +98,8 @@ struct HookArgs {
     /// OpenCode (its plugin, to save in `.opencode/plugins/`).
     #[arg(long)]
     print_config: bool,
+    #[command(flatten)]
+    state: state::StateArgs,
 }
 
 #[derive(Subcommand)]
@@ -133,6 +136,8 @@ enum Command {
         /// the stack it started with.
         #[arg(long)]
         end_sessions_on_reload: bool,
+        #[command(flatten)]
+        state: state::StateArgs,
         #[command(flatten)]
         browsers: BrowserArgs,
         #[command(flatten)]
@@ -381,6 +386,7 @@ where
             max_instances,
             allow_rewrites,
             end_sessions_on_reload,
+            state,
             browsers,
             decision_log,
         } => serve::serve(
@@ -388,6 +394,7 @@ where
             listen,
             (idle_secs, max_runs, max_instances),
             (allow_rewrites, end_sessions_on_reload),
+            &state,
             &browsers,
             &decision_log,
         ),

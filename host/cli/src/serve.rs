@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use hookbox::RuntimeConfig;
 
+use crate::state::StateArgs;
 use crate::{BrowserArgs, DecisionLogArgs, runtime_with, terminal};
 
 pub(crate) fn serve(
@@ -15,15 +16,15 @@ pub(crate) fn serve(
     listen: std::net::SocketAddr,
     (idle_secs, max_runs, max_instances): (u64, usize, Option<u32>),
     (allow_rewrites, end_sessions_on_reload): (bool, bool),
+    state: &StateArgs,
     browsers: &BrowserArgs,
     decision_log: &DecisionLogArgs,
 ) -> Result<ExitCode> {
     let decision_log = decision_log.open()?;
     open_files_for(hookbox_serve::ServeConfig::default().max_connections);
     let tokens = bearer_tokens("HOOKBOX_SERVE_TOKENS", listen)?;
-    let state_dir = hookbox_agents::SessionStore::default_dir()
-        .context("no directory for session state: set HOOKBOX_STATE_DIR (or HOME)")?;
-    let session_store = hookbox_agents::SessionStore::open(&state_dir)?;
+    let session_store = state.open(true)?;
+    let session_store_at = session_store.describe();
     // Every run may hold an instance of each plugin: size the pool so that
     // --max-runs runs of this directory fit (a reload that adds plugins may
     // shed runs earlier, with 503 and the reason).
@@ -59,9 +60,10 @@ pub(crate) fn serve(
         let source = hookbox_serve::StackSource::watch(&runtime, dir, debounce)?;
         let server = hookbox_serve::Server::start(source, listen, config).await?;
         terminal::tell!(
-            "hookbox serve: {} on http://{} (POST /runs, POST /runs/ID/events, GET /status, GET /metrics)",
+            "hookbox serve: {} on http://{} (POST /runs, POST /runs/ID/events, GET /status, GET /metrics); sessions' state: {}",
             dir.display(),
-            server.addr
+            server.addr,
+            session_store_at,
         );
         tokio::select! {
             served = server.wait() => served.context("serving")?,

@@ -59,6 +59,42 @@ pub struct PluginStatus {
     pub newer_version_failed: Option<LoadError>,
 }
 
+/// One digest (sha256, hex) of the policy `plugins` make up: each plugin's
+/// name, bytes, mode, scope, settings and limits, in order, and why one
+/// failed. Two loads of the same directory on any machine (by the same
+/// hookbox) have the same digest; a change to any plugin or to its
+/// manifest entry gives another. What a session shared between instances
+/// is pinned to.
+pub fn stack_digest(plugins: &[PluginStatus]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for plugin in plugins {
+        let (config, limits, failed) = match &plugin.result {
+            Ok(loaded) => (
+                Some(loaded.config()),
+                format!("{:?}", loaded.limits()),
+                None,
+            ),
+            Err(e) => (None, String::new(), Some(e.to_string())),
+        };
+        let part = serde_json::json!([
+            plugin.name,
+            plugin.file,
+            plugin.required,
+            plugin.mode.name(),
+            plugin.tools,
+            plugin.sha256,
+            config,
+            limits,
+            failed,
+        ]);
+        let part = part.to_string();
+        hash.update((part.len() as u64).to_le_bytes());
+        hash.update(part);
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// A loaded directory: the stack to run, and how each plugin fared.
 #[derive(Clone)]
 pub struct LoadedDir {

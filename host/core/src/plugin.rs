@@ -277,6 +277,11 @@ impl Plugin {
         &self.limits
     }
 
+    /// The settings its `config` import reads.
+    pub fn config(&self) -> &BTreeMap<String, String> {
+        &self.config
+    }
+
     /// What the component is: size, producers, imports, exports.
     pub fn info(&self) -> &PluginInfo {
         &self.info

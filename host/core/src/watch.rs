@@ -58,6 +58,9 @@ pub struct Snapshot {
     /// that does not parse ...): this snapshot is the previous stack, kept
     /// live. Retried until it loads.
     pub directory_error: Option<String>,
+    /// When this stack was loaded (a reload that fails keeps the time of
+    /// the stack it keeps).
+    pub loaded_at: std::time::SystemTime,
 }
 
 impl Snapshot {
@@ -69,7 +72,14 @@ impl Snapshot {
             plugins: Vec::new(),
             digests: Arc::default(),
             directory_error: None,
+            loaded_at: std::time::SystemTime::now(),
         }
+    }
+
+    /// The digest of the policy this stack is
+    /// ([`crate::directory::stack_digest`] of its plugins).
+    pub fn stack_digest(&self) -> String {
+        crate::directory::stack_digest(&self.plugins)
     }
 }
 
@@ -433,6 +443,7 @@ impl Reloader {
                     plugins: live.plugins.clone(),
                     digests: live.digests.clone(),
                     directory_error: Some(why.clone()),
+                    loaded_at: live.loaded_at,
                 }));
                 ReloadReport {
                     generation: self.generation,
@@ -556,6 +567,7 @@ impl Reloader {
             digests: crate::audit::DecisionLog::digests(&loaded.plugins),
             plugins: loaded.plugins,
             directory_error: None,
+            loaded_at: std::time::SystemTime::now(),
         };
         Ok((snapshot, report))
     }

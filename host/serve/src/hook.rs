@@ -5,6 +5,7 @@
 //! as "carry on".
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use axum::Extension;
 use axum::body::{Body, Bytes};
@@ -13,7 +14,9 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use hookbox_agents::claude_code::ClaudeCode;
 use hookbox_agents::opencode::OpenCode;
-use hookbox_agents::{Protocol, Reply, Session, handle};
+use hookbox_agents::{
+    Pinned, Protocol, Reply, Saved, Session, SessionBackend, StoreError, Unasked, handle,
+};
 
 use crate::App;
 use crate::auth::{Client, Refusal};
@@ -92,13 +95,37 @@ where
     answer(&reply)
 }
 
-/// Asks the session's run about `event`.
+/// Asks the session's run about `event`: with a shared store, a run of
+/// this hook's own on state read from the store; otherwise the session's
+/// live run.
 fn decide<P: Protocol>(
     app: &App,
     client: Client,
     session: &Session,
     event: &hookbox::StepEvent,
-) -> Result<hookbox::Outcome, String> {
+) -> Result<hookbox::Outcome, Unasked> {
+    match &app.config.session_store {
+        Some(store) if store.shared() => decide_shared::<P>(app, client, &**store, session, event),
+        store => decide_live::<P>(app, client, store.as_deref(), session, event),
+    }
+}
+
+/// The store's name for a session of `client`: one client's sessions do
+/// not exist for another.
+fn store_agent<P: Protocol>(client: Client) -> String {
+    format!("{}/client-{}", P::NAME, client.0)
+}
+
+/// The session's live run, its state restored from `store` when the run
+/// is new (a session whose run ended idle, or was ended by a reload or a
+/// restart, carries on) and saved back after each event.
+fn decide_live<P: Protocol>(
+    app: &App,
+    client: Client,
+    store: Option<&dyn SessionBackend>,
+    session: &Session,
+    event: &hookbox::StepEvent,
+) -> Result<hookbox::Outcome, Unasked> {
     // Each part whole, as JSON: no two sessions share a key (`a/b` with
     // subagent `c` is not `a` with subagent `b/c`, nor is no id an empty one).
     let key = serde_json::json!([P::NAME, session.id, session.subagent]).to_string();
@@ -110,42 +137,110 @@ fn decide<P: Protocol>(
         app.config.max_runs,
     )?;
     if new {
-        app.metrics
-            .runs_created
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
     }
     let _permit = app
-        .claim(client, &live)
+        .claim(client, Some(&live))
         .ok_or("the server is deciding as many events as it may; retry shortly")?;
-    // With a session store, run state outlives an idle run and a restart:
-    // a new run of the session starts from what the last one kept.
-    let mut state = match &app.config.session_store {
+    let mut hold = match store {
         Some(store) => Some(
             store
-                .lock(&format!("{}/client-{}", P::NAME, client.0), session)
-                .map_err(|e| e.to_string())?,
+                .lock(&store_agent::<P>(client), session)
+                .map_err(|e| store_failed(app, e))?,
         ),
         None => None,
     };
     let broken = |failure: hookbox::FailClosed| failure.to_string();
-    if new && let Some(state) = &mut state {
-        let kept = state.load();
+    if new && let Some(hold) = &mut hold {
+        let kept = hold.load().map_err(|e| store_failed(app, e))?;
         live.door
-            .with_run(|run| run.restore_scratchpads(kept))
+            .with_run(|run| run.restore_scratchpads(kept.scratchpads))
             .map_err(broken)?;
     }
     let started = std::time::Instant::now();
     let outcome = live.span.in_scope(|| live.door.decide(None, event));
     app.metrics
         .record(event.kind(), &outcome, started.elapsed());
-    if let Some(state) = &mut state {
-        let pads = live
+    if let Some(hold) = &mut hold {
+        let scratchpads = live
             .door
             .with_run(|run| run.scratchpads())
             .map_err(broken)?;
-        state.save(&pads).map_err(|e| e.to_string())?;
+        hold.save(&Saved {
+            stack: None,
+            scratchpads,
+        })
+        .map_err(|e| store_failed(app, e))?;
     }
     Ok(outcome)
+}
+
+/// A hook on a shared store: the session taken in the store (calls of it on
+/// every instance take turns), its pin checked against this instance's
+/// stack, a run of this hook's own on that stack with the session's
+/// scratchpads, and what they hold after it written back.
+fn decide_shared<P: Protocol>(
+    app: &App,
+    client: Client,
+    store: &dyn SessionBackend,
+    session: &Session,
+    event: &hookbox::StepEvent,
+) -> Result<hookbox::Outcome, Unasked> {
+    let _permit = app
+        .claim(client, None)
+        .ok_or("the server is deciding as many events as it may; retry shortly")?;
+    let snapshot = app.source.snapshot();
+    let in_store = std::time::Instant::now();
+    let mut hold = store
+        .lock(&store_agent::<P>(client), session)
+        .map_err(|e| store_failed(app, e))?;
+    let mut saved = hold.load().map_err(|e| store_failed(app, e))?;
+    let mut took = in_store.elapsed();
+    match saved.pinned_to(&snapshot.stack_digest(), snapshot.loaded_at) {
+        Pinned::New | Pinned::Same => {}
+        Pinned::Moved { from } => {
+            app.metrics.store.moved.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(
+                from = %from.digest,
+                generation = snapshot.generation,
+                "a session moved to this instance's newer stack, keeping its state"
+            );
+        }
+        Pinned::Refused { why } => {
+            app.metrics.store.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("a session's hook refused: {why}");
+            return Err(Unasked::Blocked(why));
+        }
+    }
+    let live = app.runs.one_off(&snapshot)?;
+    app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
+    let broken = |failure: hookbox::FailClosed| failure.to_string();
+    let kept = std::mem::take(&mut saved.scratchpads);
+    live.door
+        .with_run(|run| run.restore_scratchpads(kept))
+        .map_err(broken)?;
+    let started = std::time::Instant::now();
+    let outcome = live.span.in_scope(|| live.door.decide(None, event));
+    app.metrics
+        .record(event.kind(), &outcome, started.elapsed());
+    saved.scratchpads = live
+        .door
+        .with_run(|run| run.scratchpads())
+        .map_err(broken)?;
+    let giving_back = std::time::Instant::now();
+    hold.save(&saved).map_err(|e| store_failed(app, e))?;
+    took += giving_back.elapsed();
+    app.metrics.store.reached(took);
+    Ok(outcome)
+}
+
+/// Counts and logs a session store's failure; the hook is the agent's
+/// block (or, where the step cannot be blocked, its neutral answer).
+fn store_failed(app: &App, e: StoreError) -> Unasked {
+    let why = e.to_string();
+    tracing::warn!("session state unavailable, hook blocked: {why}");
+    app.metrics.store.failed(&why);
+    Unasked::NoState(why)
 }
 
 /// The event's own block for a request turned away before deciding.

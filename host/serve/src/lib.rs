@@ -110,10 +110,22 @@ pub struct ServeConfig {
     /// starts afresh), so a tightened policy applies at once.
     pub end_sessions_on_reload: bool,
     /// Where agents' sessions keep their run state (each plugin's
-    /// scratchpad) between runs: a session whose run ended idle, or was
-    /// ended by a reload or a restart, carries on from it. `None` keeps it
-    /// only in the live run.
-    pub session_store: Option<hookbox_agents::SessionStore>,
+    /// scratchpad) between runs. `None` keeps it only in the live run.
+    ///
+    /// A store of this machine ([`hookbox_agents::SessionStore`]): a
+    /// session keeps a live run here, and one whose run ended idle, or was
+    /// ended by a reload or a restart, carries on from the store.
+    ///
+    /// A shared store ([`hookbox_agents::RedisStore`]), for instances
+    /// behind a load balancer: each hook is a run of its own, on a fresh
+    /// instance of each plugin, whose scratchpads are read from the store
+    /// and written back, so a session's state is the same whichever
+    /// instance takes its next hook. A session is pinned to a stack
+    /// ([`hookbox_agents::Saved::pinned_to`]): an instance with a newer
+    /// stack moves it there, one with an older stack refuses its hooks.
+    /// A store that cannot be reached, is slow past its deadline or
+    /// answers garbage blocks the hook (the agent's block).
+    pub session_store: Option<Arc<dyn hookbox_agents::SessionBackend>>,
     /// Bearer tokens of the clients allowed in; empty lets any client in
     /// (for a loopback listener only: the CLI refuses otherwise). Each
     /// token is one client: runs and sessions are bound to it.
@@ -294,7 +306,7 @@ impl Drop for Server {
 impl App {
     /// A slot to decide an event of `live` in (none when all are taken);
     /// marks the run used.
-    fn claim(&self, client: Client, live: &LiveRun) -> Option<Claim> {
+    fn claim(&self, client: Client, live: Option<&LiveRun>) -> Option<Claim> {
         let own = self
             .in_flight_shares
             .get(client.0)?
@@ -302,7 +314,9 @@ impl App {
             .try_acquire_owned()
             .ok()?;
         let permit = self.in_flight.clone().try_acquire_owned().ok()?;
-        live.touch();
+        if let Some(live) = live {
+            live.touch();
+        }
         Some(Claim(own, permit))
     }
 
@@ -416,7 +430,7 @@ async fn post_event(
     let Some(live) = app.runs.get(&client, &id) else {
         return unknown_run(&id);
     };
-    let Some(permit) = app.claim(client, &live) else {
+    let Some(permit) = app.claim(client, Some(&live)) else {
         return error(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many events are being decided (by the server, or by this client, within its share); retry shortly",
@@ -501,6 +515,7 @@ async fn status(State(app): State<Arc<App>>) -> Response {
         "live_runs": live,
         "instance_slots": {"used": slots_used, "total": slots},
         "runs_on_older_generations": pinned_older,
+        "session_store": app.config.session_store.as_deref().map(|store| app.metrics.store.status(store)),
     }))
     .into_response()
 }
@@ -515,6 +530,7 @@ async fn metrics_text(State(app): State<Arc<App>>) -> Response {
             snapshot.generation,
             snapshot.stack.instance_slots(),
             &app.source,
+            app.config.session_store.is_some(),
         ),
     )
         .into_response()

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hookbox::audit::DecisionLog;
 use hookbox::{Cause, Decided, EventKind, Observe, Outcome};
@@ -43,6 +43,87 @@ pub struct Metrics {
     /// What shadow plugins would have done: by plugin, then by flow (or
     /// `fail-closed:CAUSE`).
     shadow: Mutex<BTreeMap<String, BTreeMap<String, u64>>>,
+    /// The session store's health.
+    pub(crate) store: StoreStats,
+}
+
+/// How the session store fares: hooks that used it and failures (with the
+/// last one), the time it took per hook, and sessions its pins moved or
+/// refused.
+#[derive(Default)]
+pub(crate) struct StoreStats {
+    ok: AtomicU64,
+    errors: AtomicU64,
+    pub(crate) moved: AtomicU64,
+    pub(crate) refused: AtomicU64,
+    latency: Histogram,
+    /// Whether the last hook reached it.
+    down: AtomicBool,
+    last_error: Mutex<Option<(String, SystemTime)>>,
+}
+
+impl StoreStats {
+    /// A hook whose state was read and written in `took`.
+    pub(crate) fn reached(&self, took: Duration) {
+        self.ok.fetch_add(1, Ordering::Relaxed);
+        self.latency.record(took);
+        self.down.store(false, Ordering::Relaxed);
+    }
+
+    /// A hook the store failed.
+    pub(crate) fn failed(&self, why: &str) {
+        self.errors.fetch_add(1, Ordering::Relaxed);
+        self.down.store(true, Ordering::Relaxed);
+        *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((why.to_owned(), SystemTime::now()));
+    }
+
+    /// The store's part of `/status`.
+    pub(crate) fn status(&self, store: &dyn hookbox_agents::SessionBackend) -> serde_json::Value {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let last = self.last_error.lock().unwrap_or_else(|p| p.into_inner());
+        let last_error = last.as_ref().map(|(why, at)| {
+            let ago = at.elapsed().unwrap_or_default().as_secs();
+            serde_json::json!({"error": why, "seconds_ago": ago})
+        });
+        serde_json::json!({
+            "at": store.describe(),
+            "shared": store.shared(),
+            "up": !self.down.load(Ordering::Relaxed),
+            "hooks": get(&self.ok),
+            "errors": get(&self.errors),
+            "last_error": last_error,
+            "sessions_moved": get(&self.moved),
+            "sessions_refused": get(&self.refused),
+        })
+    }
+
+    fn render(&self, out: &mut String) {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_session_store_up Whether the session store answered the last hook that asked it.\n# TYPE hookbox_session_store_up gauge\nhookbox_session_store_up {}",
+            u8::from(!self.down.load(Ordering::Relaxed))
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_session_store_total Hooks that asked the session store, by result (error: the hook was blocked).\n# TYPE hookbox_session_store_total counter\nhookbox_session_store_total{{result=\"ok\"}} {}\nhookbox_session_store_total{{result=\"error\"}} {}",
+            get(&self.ok),
+            get(&self.errors)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_session_pins_total Sessions of a shared store whose pinned stack was not this instance's: moved to it (it is newer) or refused (it is older).\n# TYPE hookbox_session_pins_total counter\nhookbox_session_pins_total{{result=\"moved\"}} {}\nhookbox_session_pins_total{{result=\"refused\"}} {}",
+            get(&self.moved),
+            get(&self.refused)
+        );
+        let _ = writeln!(
+            out,
+            "# HELP hookbox_session_store_seconds Time a hook spent in the session store (taking the session and giving it back).\n# TYPE hookbox_session_store_seconds histogram"
+        );
+        self.latency
+            .render(out, "hookbox_session_store_seconds", "");
+    }
 }
 
 /// A latency histogram, in microseconds.
@@ -222,6 +303,7 @@ impl Metrics {
         generation: u64,
         (slots_used, slots): (usize, usize),
         source: &hookbox::watch::StackSource,
+        with_store: bool,
     ) -> String {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut out = String::new();
@@ -324,6 +406,9 @@ impl Metrics {
                     cache.hits, cache.misses
                 );
             }
+        }
+        if with_store {
+            self.store.render(&mut out);
         }
         let _ = writeln!(
             out,

@@ -180,6 +180,17 @@ impl Runs {
         Ok(id)
     }
 
+    /// A run on `snapshot` that no table keeps: one hook's, with a shared
+    /// session store. Its answers are observed as every run's are.
+    ///
+    /// # Errors
+    /// Why not (the runtime's instance slots are taken, or no id can be
+    /// made).
+    pub fn one_off(&self, snapshot: &Snapshot) -> Result<Arc<LiveRun>, String> {
+        let id = random_id().ok_or("the system has no randomness for a run id; retry later")?;
+        LiveRun::new(snapshot, &id, &self.watch)
+    }
+
     /// The run `id` of `client`.
     pub fn get(&self, client: &Client, id: &str) -> Option<Arc<LiveRun>> {
         let table = self.table.lock().unwrap_or_else(|p| p.into_inner());

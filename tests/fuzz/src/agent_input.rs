@@ -27,7 +27,7 @@ fn outcome(choice: u8) -> Result<Outcome, String> {
 }
 
 fn answer<P: Protocol>(input: &[u8], options: &Options, choice: u8) -> Reply {
-    handle::<P>(input, options, |_, _| outcome(choice))
+    handle::<P>(input, options, |_, _| outcome(choice).map_err(Into::into))
 }
 
 /// Checks the property for one input; panics where it does not hold.

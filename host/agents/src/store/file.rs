@@ -19,29 +19,13 @@
 //! fails that guest closed, naming it and `limit`; a state is never cut to
 //! fit.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use sha2::{Digest, Sha256};
-
+use super::{Saved, Scratchpads, SessionBackend, SessionHold, StoreError, session_name};
 use crate::Session;
-
-/// Each plugin's scratchpad, by plugin name (as `Run::scratchpads` names
-/// them).
-pub type Scratchpads = BTreeMap<String, BTreeMap<String, String>>;
-
-/// Why session state could not be kept.
-#[derive(Debug, thiserror::Error)]
-#[error("session state in {path}: {reason}")]
-pub struct StoreError {
-    /// The file or directory.
-    pub path: PathBuf,
-    /// What went wrong.
-    pub reason: String,
-}
 
 /// A directory of sessions' run state.
 #[derive(Clone, Debug)]
@@ -57,14 +41,14 @@ pub struct SessionLock {
     path: PathBuf,
     /// Untouched past the age limit: an ended session, read as empty.
     ended: bool,
-    /// The file's bytes as [`SessionLock::load`] read them: a save of the
+    /// The file's bytes as [`SessionLock::load_pads`] read them: a save of the
     /// same state only marks the session used.
     read: Option<Vec<u8>>,
 }
 
 impl SessionStore {
     /// Sessions idle longer than this are over.
-    pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(24 * 3600);
+    pub const DEFAULT_MAX_AGE: Duration = super::DEFAULT_MAX_AGE;
 
     /// The default directory: `$HOOKBOX_STATE_DIR`, else
     /// `$XDG_STATE_HOME/hookbox/sessions`, else
@@ -94,7 +78,7 @@ impl SessionStore {
         };
         std::fs::create_dir_all(dir).map_err(|e| store.error(dir, e))?;
         os::check_private_dir(dir).map_err(|reason| StoreError {
-            path: dir.to_path_buf(),
+            place: dir.display().to_string(),
             reason,
         })?;
         store.prune();
@@ -113,19 +97,7 @@ impl SessionStore {
     /// # Errors
     /// [`StoreError`] when the file cannot be opened or locked.
     pub fn lock(&self, agent: &str, session: &Session) -> Result<SessionLock, StoreError> {
-        let mut hash = Sha256::new();
-        for part in [
-            agent,
-            session.id.as_deref().unwrap_or(""),
-            session.subagent.as_deref().unwrap_or(""),
-        ] {
-            hash.update((part.len() as u64).to_le_bytes());
-            hash.update(part);
-        }
-        let name: String = hash.finalize()[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let name = session_name(agent, session);
         let path = self.dir.join(format!("{name}.json"));
         // The file locked may have been replaced (a save) or removed (a
         // prune) while this call waited for it: then lock the one the path
@@ -194,7 +166,7 @@ impl SessionStore {
 
     fn error(&self, path: &Path, e: std::io::Error) -> StoreError {
         StoreError {
-            path: path.to_path_buf(),
+            place: path.display().to_string(),
             reason: e.to_string(),
         }
     }
@@ -203,7 +175,7 @@ impl SessionStore {
 impl SessionLock {
     /// The state saved by the session's last call; empty for a new session,
     /// an ended one, or a file that does not parse.
-    pub fn load(&mut self) -> Scratchpads {
+    pub fn load_pads(&mut self) -> Scratchpads {
         let mut bytes = Vec::new();
         let read = if self.ended {
             Ok(0)
@@ -226,14 +198,14 @@ impl SessionLock {
     /// Replaces the session's state with `state`: written whole to a new
     /// file, flushed, and renamed over the old one, so a call that fails
     /// half-way leaves the last state as it was. A state the file holds
-    /// already (what [`SessionLock::load`] read, as most hook calls leave
+    /// already (what [`SessionLock::load_pads`] read, as most hook calls leave
     /// it) is not written again: the file is only marked used, so the
     /// session does not age out, and no `fdatasync` is paid.
     ///
     /// # Errors
     /// [`StoreError`] when it cannot be written; the last state is then
     /// kept.
-    pub fn save(&mut self, state: &Scratchpads) -> Result<(), StoreError> {
+    pub fn save_pads(&mut self, state: &Scratchpads) -> Result<(), StoreError> {
         let text = serde_json::to_vec(state).unwrap_or_default();
         // Where the mark cannot be set, the state is written as before.
         if self.read.as_deref() == Some(text.as_slice())
@@ -242,7 +214,7 @@ impl SessionLock {
             return Ok(());
         }
         let error = |e: std::io::Error| StoreError {
-            path: self.path.clone(),
+            place: self.path.display().to_string(),
             reason: e.to_string(),
         };
         let mut saving = self.path.clone().into_os_string();
@@ -270,6 +242,36 @@ impl SessionLock {
                 Err(error(e))
             }
         }
+    }
+}
+
+/// The file store keeps no pin: on one machine, a `serve` session's live
+/// run keeps its stack, and each `hookbox hook` process runs the directory
+/// as it is.
+impl SessionBackend for SessionStore {
+    fn lock(&self, agent: &str, session: &Session) -> Result<Box<dyn SessionHold>, StoreError> {
+        Ok(Box::new(SessionStore::lock(self, agent, session)?))
+    }
+
+    fn describe(&self) -> String {
+        format!("files in {}", self.dir.display())
+    }
+
+    fn shared(&self) -> bool {
+        false
+    }
+}
+
+impl SessionHold for SessionLock {
+    fn load(&mut self) -> Result<Saved, StoreError> {
+        Ok(Saved {
+            stack: None,
+            scratchpads: self.load_pads(),
+        })
+    }
+
+    fn save(&mut self, saved: &Saved) -> Result<(), StoreError> {
+        self.save_pads(&saved.scratchpads)
     }
 }
 
@@ -380,6 +382,7 @@ mod os {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("hookbox-store-{name}-{}", std::process::id()));
@@ -405,32 +408,41 @@ mod tests {
     fn a_session_finds_what_its_last_call_saved_and_no_other_session_does() {
         let store = SessionStore::open(&scratch("roundtrip")).unwrap();
         let mut lock = store.lock("claude-code", &session("s1")).unwrap();
-        assert!(lock.load().is_empty());
-        lock.save(&state("1")).unwrap();
+        assert!(lock.load_pads().is_empty());
+        lock.save_pads(&state("1")).unwrap();
         drop(lock);
         assert_eq!(
-            store.lock("claude-code", &session("s1")).unwrap().load(),
+            store
+                .lock("claude-code", &session("s1"))
+                .unwrap()
+                .load_pads(),
             state("1")
         );
         assert!(
             store
                 .lock("claude-code", &session("s2"))
                 .unwrap()
-                .load()
+                .load_pads()
                 .is_empty()
         );
         assert!(
             store
                 .lock("codex", &session("s1"))
                 .unwrap()
-                .load()
+                .load_pads()
                 .is_empty()
         );
         let sub = Session {
             id: Some("s1".into()),
             subagent: Some("a1".into()),
         };
-        assert!(store.lock("claude-code", &sub).unwrap().load().is_empty());
+        assert!(
+            store
+                .lock("claude-code", &sub)
+                .unwrap()
+                .load_pads()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -443,11 +455,11 @@ mod tests {
                     for _ in 0..10 {
                         let mut lock = store.lock("claude-code", &session("s")).unwrap();
                         let n: u32 = lock
-                            .load()
+                            .load_pads()
                             .get("budget")
                             .and_then(|b| b.get("calls"))
                             .map_or(0, |n| n.parse().unwrap());
-                        lock.save(&state(&(n + 1).to_string())).unwrap();
+                        lock.save_pads(&state(&(n + 1).to_string())).unwrap();
                     }
                 })
             })
@@ -456,7 +468,10 @@ mod tests {
             thread.join().unwrap();
         }
         assert_eq!(
-            store.lock("claude-code", &session("s")).unwrap().load(),
+            store
+                .lock("claude-code", &session("s"))
+                .unwrap()
+                .load_pads(),
             state("80")
         );
     }
@@ -467,12 +482,12 @@ mod tests {
             .unwrap()
             .with_max_age(Duration::ZERO);
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
-        lock.save(&state("1")).unwrap();
+        lock.save_pads(&state("1")).unwrap();
         drop(lock);
         std::thread::sleep(Duration::from_millis(20));
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
-        assert!(lock.load().is_empty());
-        lock.save(&state("2")).unwrap();
+        assert!(lock.load_pads().is_empty());
+        lock.save_pads(&state("2")).unwrap();
         drop(lock);
         assert_eq!(files(&store), 1, "one file per session, no leftovers");
     }
@@ -485,10 +500,13 @@ mod tests {
             BTreeMap::from([("k".to_owned(), "\u{1}\"".repeat(1 << 20))]),
         )]);
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
-        lock.save(&big).unwrap();
+        lock.save_pads(&big).unwrap();
         drop(lock);
         assert_eq!(
-            store.lock("claude-code", &session("s")).unwrap().load(),
+            store
+                .lock("claude-code", &session("s"))
+                .unwrap()
+                .load_pads(),
             big
         );
     }
@@ -498,7 +516,7 @@ mod tests {
         let dir = scratch("prune");
         let store = SessionStore::open(&dir).unwrap();
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
-        lock.save(&state("1")).unwrap();
+        lock.save_pads(&state("1")).unwrap();
         drop(lock);
         std::thread::sleep(Duration::from_millis(20));
         // The session is past the age limit of the store below; a call of
@@ -524,8 +542,8 @@ mod tests {
             .unwrap()
             .with_max_age(Duration::from_secs(2));
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
-        lock.load();
-        lock.save(&state("1")).unwrap();
+        lock.load_pads();
+        lock.save_pads(&state("1")).unwrap();
         drop(lock);
         let file = std::fs::read_dir(&store.dir)
             .unwrap()
@@ -540,20 +558,23 @@ mod tests {
             std::thread::sleep(Duration::from_millis(700));
             let before = std::fs::metadata(&file).unwrap().modified().unwrap();
             let mut lock = store.lock("claude-code", &session("s")).unwrap();
-            let saved = lock.load();
+            let saved = lock.load_pads();
             assert_eq!(saved, state("1"), "the session aged out while in use");
-            lock.save(&saved).unwrap();
+            lock.save_pads(&saved).unwrap();
             drop(lock);
             assert_eq!(std::fs::read(&file).unwrap(), written);
             assert!(std::fs::metadata(&file).unwrap().modified().unwrap() > before);
         }
         // A changed state is written.
         let mut lock = store.lock("claude-code", &session("s")).unwrap();
-        lock.load();
-        lock.save(&state("2")).unwrap();
+        lock.load_pads();
+        lock.save_pads(&state("2")).unwrap();
         drop(lock);
         assert_eq!(
-            store.lock("claude-code", &session("s")).unwrap().load(),
+            store
+                .lock("claude-code", &session("s"))
+                .unwrap()
+                .load_pads(),
             state("2")
         );
     }

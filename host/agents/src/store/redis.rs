@@ -1,0 +1,394 @@
+//! Session state in Redis (or a server that speaks its protocol, such as
+//! Valkey), shared by every instance of a deployment.
+//!
+//! A session is two keys, with its name in braces so a cluster keeps them
+//! on one node: `hookbox:session:{NAME}` holds its state (JSON: the stack
+//! it is pinned to and each plugin's scratchpad) and `...:lock` the token
+//! of the call that holds it. Each call is two round trips, each one Lua
+//! script that Redis runs atomically:
+//!
+//! 1. take: `SET lock TOKEN NX PX LEASE` and, if it was set, `GET state`;
+//!    otherwise the lock's remaining lease, and the call waits and tries
+//!    again (for at most a lease);
+//! 2. give back: only if the lock still holds this call's token, write the
+//!    state (`SET ... PX MAX_AGE`, or only `PEXPIRE` when it is unchanged)
+//!    and delete the lock. A call whose lease ran out (it took longer than
+//!    the lease, or Redis lost the lock) writes nothing and fails: its
+//!    update is refused, never lost silently, and the call blocks.
+//!
+//! So calls of one session take turns across every instance and none
+//! loses another's update; a session idle past the age limit expires with
+//! its key. Every command has a deadline ([`RedisStore::with_timeout`]):
+//! a Redis that is down, slow or answering garbage is an error, and the
+//! hook is blocked, never answered as if the session were new.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use redis::{Connection, Script, Value};
+
+use super::{Saved, SessionBackend, SessionHold, StoreError, session_name};
+use crate::Session;
+
+/// Sessions' state in Redis.
+#[derive(Clone)]
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    client: redis::Client,
+    /// Where, without a password.
+    place: String,
+    /// Connections not in use.
+    idle: Arc<Mutex<Vec<Connection>>>,
+    timeout: Duration,
+    lease: Duration,
+    max_age: Duration,
+    take: Script,
+    give_back: Script,
+    release: Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("place", &self.inner.place)
+            .finish()
+    }
+}
+
+const TAKE: &str = r"
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {1, redis.call('GET', KEYS[2])}
+end
+return {0, redis.call('PTTL', KEYS[1])}
+";
+
+const GIVE_BACK: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  return 0
+end
+if ARGV[2] == 'set' then
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[3])
+else
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+redis.call('DEL', KEYS[1])
+return 1
+";
+
+const RELEASE: &str = r"
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+";
+
+impl RedisStore {
+    /// How long one command may take, connecting included.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
+    /// How long a call may hold its session; one that holds it longer
+    /// loses it, and its save fails. Also the longest a call waits for
+    /// another call of its session.
+    pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
+
+    /// The store at `url`: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, or
+    /// `rediss://` for TLS (verified against the system's roots, or
+    /// `SSL_CERT_FILE`). Nothing is sent until a session is asked for.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the URL is not a Redis URL.
+    pub fn open(url: &str) -> Result<RedisStore, StoreError> {
+        if url.starts_with("rediss://") {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let client = redis::Client::open(url).map_err(|e| StoreError {
+            place: "redis".into(),
+            reason: format!(
+                "{e}; give a URL such as redis://:PASSWORD@HOST:6379/0 or rediss://HOST:6380"
+            ),
+        })?;
+        let info = client.get_connection_info();
+        let scheme = if url.starts_with("rediss://") {
+            "rediss"
+        } else {
+            "redis"
+        };
+        let place = format!("{scheme}://{}/{}", info.addr(), info.redis_settings().db());
+        Ok(RedisStore {
+            inner: Arc::new(Inner {
+                client,
+                place,
+                idle: Arc::default(),
+                timeout: Self::DEFAULT_TIMEOUT,
+                lease: Self::DEFAULT_LEASE,
+                max_age: super::DEFAULT_MAX_AGE,
+                take: Script::new(TAKE),
+                give_back: Script::new(GIVE_BACK),
+                release: Script::new(RELEASE),
+            }),
+        })
+    }
+
+    /// The same store with another deadline per command.
+    pub fn with_timeout(self, timeout: Duration) -> RedisStore {
+        self.with(|inner| inner.timeout = timeout)
+    }
+
+    /// The same store with another lease per call.
+    pub fn with_lease(self, lease: Duration) -> RedisStore {
+        self.with(|inner| inner.lease = lease)
+    }
+
+    /// The same store with another age limit.
+    pub fn with_max_age(self, max_age: Duration) -> RedisStore {
+        self.with(|inner| inner.max_age = max_age)
+    }
+
+    fn with(mut self, change: impl FnOnce(&mut Inner)) -> RedisStore {
+        change(Arc::make_mut(&mut self.inner));
+        self
+    }
+
+    /// Asks the server for `PONG`, within the deadline.
+    ///
+    /// # Errors
+    /// [`StoreError`] saying why it cannot be reached.
+    pub fn ping(&self) -> Result<(), StoreError> {
+        self.inner
+            .call(|con| redis::cmd("PING").query::<String>(con))?;
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Runs `command` on an idle connection (or a new one), which goes
+    /// back to the idle ones only if the command succeeded: a connection
+    /// that failed or timed out mid-answer is dropped.
+    fn call<T>(
+        &self,
+        command: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, StoreError> {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let mut con = match idle {
+            Some(con) => con,
+            None => self.connect()?,
+        };
+        let answer = command(&mut con).map_err(|e| self.error(&e))?;
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(con);
+        Ok(answer)
+    }
+
+    fn connect(&self) -> Result<Connection, StoreError> {
+        let con = self
+            .client
+            .get_connection_with_timeout(self.timeout)
+            .map_err(|e| self.error(&e))?;
+        con.set_read_timeout(Some(self.timeout))
+            .and_then(|()| con.set_write_timeout(Some(self.timeout)))
+            .map_err(|e| self.error(&e))?;
+        Ok(con)
+    }
+
+    fn error(&self, e: &redis::RedisError) -> StoreError {
+        let hint = if e.is_timeout() {
+            format!("no answer within {:?}", self.timeout)
+        } else if e.is_io_error() || e.is_connection_refusal() || e.is_connection_dropped() {
+            "cannot reach it; is it running, and is the URL right?".to_owned()
+        } else {
+            "is this a Redis server?".to_owned()
+        };
+        self.failure(format!("{e} ({hint})"))
+    }
+
+    fn failure(&self, reason: String) -> StoreError {
+        StoreError {
+            place: self.place.clone(),
+            reason,
+        }
+    }
+}
+
+impl SessionBackend for RedisStore {
+    fn lock(&self, agent: &str, session: &Session) -> Result<Box<dyn SessionHold>, StoreError> {
+        let inner = &self.inner;
+        let name = session_name(agent, session);
+        let state_key = format!("hookbox:session:{{{name}}}");
+        let lock_key = format!("{state_key}:lock");
+        let token = token().ok_or_else(|| {
+            inner.failure("the system has no randomness for a lock token; retry later".into())
+        })?;
+        let lease_ms = u64::try_from(inner.lease.as_millis()).unwrap_or(u64::MAX);
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let answer: Value = inner.call(|con| {
+                inner
+                    .take
+                    .key(&lock_key)
+                    .key(&state_key)
+                    .arg(&token)
+                    .arg(lease_ms)
+                    .invoke(con)
+            })?;
+            let held_for = match answer {
+                Value::Array(parts) => match parts.as_slice() {
+                    [Value::Int(1), Value::Nil] => {
+                        return Ok(Box::new(RedisHold::new(
+                            self, state_key, lock_key, token, None,
+                        )));
+                    }
+                    [Value::Int(1), Value::BulkString(bytes)] => {
+                        let read = Some(bytes.clone());
+                        return Ok(Box::new(RedisHold::new(
+                            self, state_key, lock_key, token, read,
+                        )));
+                    }
+                    [Value::Int(0), Value::Int(left)] => *left,
+                    _ => return Err(garbage(inner, &parts)),
+                },
+                other => return Err(garbage(inner, &other)),
+            };
+            if started.elapsed() >= inner.lease {
+                return Err(inner.failure(format!(
+                    "another call of this session has held it for {:?}, the lease; retry, or raise the lease if guards take that long",
+                    inner.lease
+                )));
+            }
+            // Wait for the holder: a little longer each time, never past
+            // its lease.
+            let left = Duration::from_millis(u64::try_from(held_for).unwrap_or(1).max(1));
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    fn describe(&self) -> String {
+        self.inner.place.clone()
+    }
+
+    fn shared(&self) -> bool {
+        true
+    }
+}
+
+fn garbage(inner: &Inner, answer: &dyn std::fmt::Debug) -> StoreError {
+    let mut shown = format!("{answer:?}");
+    shown.truncate(200);
+    inner.failure(format!(
+        "answered {shown} where a session lock was asked for (is this a Redis server?)"
+    ))
+}
+
+/// 128 random bits in hex: no other call holds the same token.
+fn token() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// One session taken in Redis.
+struct RedisHold {
+    inner: Arc<Inner>,
+    state_key: String,
+    lock_key: String,
+    token: String,
+    /// The state as read, to tell an unchanged save.
+    read: Option<Vec<u8>>,
+    /// Still holding the lock (not saved yet).
+    held: bool,
+}
+
+impl RedisHold {
+    fn new(
+        store: &RedisStore,
+        state_key: String,
+        lock_key: String,
+        token: String,
+        read: Option<Vec<u8>>,
+    ) -> RedisHold {
+        RedisHold {
+            inner: store.inner.clone(),
+            state_key,
+            lock_key,
+            token,
+            read,
+            held: true,
+        }
+    }
+}
+
+impl SessionHold for RedisHold {
+    fn load(&mut self) -> Result<Saved, StoreError> {
+        match &self.read {
+            None => Ok(Saved::default()),
+            Some(bytes) => serde_json::from_slice(bytes).map_err(|e| {
+                self.inner.failure(format!(
+                    "{} does not hold a hookbox session's state ({e}); delete that key to start the session afresh",
+                    self.state_key
+                ))
+            }),
+        }
+    }
+
+    fn save(&mut self, saved: &Saved) -> Result<(), StoreError> {
+        let text = serde_json::to_vec(saved).unwrap_or_default();
+        let how = if self.read.as_deref() == Some(text.as_slice()) {
+            "touch"
+        } else {
+            "set"
+        };
+        let max_age_ms = u64::try_from(self.inner.max_age.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let inner = &self.inner;
+        let kept: Value = inner.call(|con| {
+            inner
+                .give_back
+                .key(&self.lock_key)
+                .key(&self.state_key)
+                .arg(&self.token)
+                .arg(how)
+                .arg(max_age_ms)
+                .arg(text.as_slice())
+                .invoke(con)
+        })?;
+        match kept {
+            Value::Int(1) => {
+                self.held = false;
+                self.read = Some(text);
+                Ok(())
+            }
+            Value::Int(0) => {
+                self.held = false;
+                Err(inner.failure(format!(
+                    "this call held the session past its lease of {:?} and another call took it; this call's update is dropped and its hook blocked",
+                    inner.lease
+                )))
+            }
+            other => Err(garbage(inner, &other)),
+        }
+    }
+}
+
+impl Drop for RedisHold {
+    /// A call that did not save gives the session back at once (if Redis
+    /// cannot be reached, the lease ends it).
+    fn drop(&mut self) {
+        if self.held {
+            let inner = &self.inner;
+            let _ = inner.call(|con| {
+                inner
+                    .release
+                    .key(&self.lock_key)
+                    .arg(&self.token)
+                    .invoke::<i64>(con)
+            });
+        }
+    }
+}
