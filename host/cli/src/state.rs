@@ -20,6 +20,11 @@ pub(crate) struct StateArgs {
     /// before the hook is blocked, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub state_timeout_ms: u64,
+    /// With Redis: how long one hook may hold its session, in
+    /// milliseconds (past it, the hook is blocked and its update dropped);
+    /// a session whose holder died is free again after it.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub state_lease_ms: u64,
 }
 
 impl StateArgs {
@@ -30,7 +35,8 @@ impl StateArgs {
         match self.state.as_deref() {
             Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
                 let store = RedisStore::open(url)?
-                    .with_timeout(Duration::from_millis(self.state_timeout_ms.max(1)));
+                    .with_timeout(Duration::from_millis(self.state_timeout_ms.max(1)))
+                    .with_lease(Duration::from_millis(self.state_lease_ms.max(1)));
                 if ping && let Err(e) = store.ping() {
                     crate::terminal::tell!(
                         "hookbox: warning: {e}; agents' hooks are blocked until it answers"

@@ -7,7 +7,8 @@
 //! of the call that holds it. Each call is two round trips, each one Lua
 //! script that Redis runs atomically:
 //!
-//! 1. take: `SET lock TOKEN NX PX LEASE` and, if it was set, `GET state`;
+//! 1. take: `SET lock TOKEN NX PX LEASE` (or find TOKEN there already)
+//!    and, if so, `GET state`;
 //!    otherwise the lock's remaining lease, and the call waits and tries
 //!    again (for at most a lease);
 //! 2. give back: only if the lock still holds this call's token, write the
@@ -60,7 +61,7 @@ impl std::fmt::Debug for RedisStore {
 }
 
 const TAKE: &str = r"
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, redis.call('GET', KEYS[2])}
 end
 return {0, redis.call('PTTL', KEYS[1])}
@@ -90,8 +91,8 @@ impl RedisStore {
     /// How long one command may take, connecting included.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(2);
     /// How long a call may hold its session; one that holds it longer
-    /// loses it, and its save fails. Also the longest a call waits for
-    /// another call of its session.
+    /// loses it, and its save fails. A call waits for another call of its
+    /// session at most this and one deadline.
     pub const DEFAULT_LEASE: Duration = Duration::from_secs(10);
 
     /// The store at `url`: `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`, or
@@ -165,18 +166,34 @@ impl RedisStore {
 
 impl Inner {
     /// Runs `command` on an idle connection (or a new one), which goes
-    /// back to the idle ones only if the command succeeded: a connection
-    /// that failed or timed out mid-answer is dropped.
+    /// back to the idle ones only if the command succeeded. A failure
+    /// drops every idle connection (after a restart of Redis, all of them
+    /// are dead); one on a connection that had been idle, other than a
+    /// timeout, is tried once more on a new connection (each script is
+    /// safe to run twice: taking a session its caller holds already is
+    /// taking it).
     fn call<T>(
         &self,
-        command: impl FnOnce(&mut Connection) -> redis::RedisResult<T>,
+        mut command: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, StoreError> {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let reused = idle.is_some();
         let mut con = match idle {
             Some(con) => con,
             None => self.connect()?,
         };
-        let answer = command(&mut con).map_err(|e| self.error(&e))?;
+        let answer = match command(&mut con) {
+            Ok(answer) => answer,
+            Err(e) => {
+                self.idle.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                let stale = e.is_io_error() || e.is_connection_dropped();
+                if !(reused && stale && !e.is_timeout()) {
+                    return Err(self.error(&e));
+                }
+                con = self.connect()?;
+                command(&mut con).map_err(|e| self.error(&e))?
+            }
+        };
         self.idle
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -254,9 +271,11 @@ impl SessionBackend for RedisStore {
                 },
                 other => return Err(garbage(inner, &other)),
             };
-            if started.elapsed() >= inner.lease {
+            // A lease and a deadline: the lock of a call that died (or
+            // of one whose take Redis ran after it gave up) is gone by then.
+            if started.elapsed() >= inner.lease + inner.timeout {
                 return Err(inner.failure(format!(
-                    "another call of this session has held it for {:?}, the lease; retry, or raise the lease if guards take that long",
+                    "another call of this session has held it for longer than the lease ({:?}); retry, or raise the lease if guards take that long",
                     inner.lease
                 )));
             }
