@@ -210,6 +210,11 @@ struct Serve {
 
 impl Serve {
     fn start(label: &str, plugins: &Path, state: &str) -> Serve {
+        Serve::start_with_tokens(label, plugins, state, "")
+    }
+
+    /// With `HOOKBOX_SERVE_TOKENS=tokens` (none when empty).
+    fn start_with_tokens(label: &str, plugins: &Path, state: &str, tokens: &str) -> Serve {
         let port = free_port();
         let log = fresh(&format!("{label}-serve")).join("stderr.log");
         let child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
@@ -225,7 +230,7 @@ impl Serve {
             .env("HOOKBOX_LOG", "warn")
             .env("HOOKBOX_CACHE_DIR", "off")
             .env_remove("HOOKBOX_STATE")
-            .env_remove("HOOKBOX_SERVE_TOKENS")
+            .env("HOOKBOX_SERVE_TOKENS", tokens)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -302,13 +307,25 @@ fn haproxy_config(port: u16, servers: &[u16]) -> String {
 
 /// One HTTP/1.1 request on its own connection: the status and the body.
 fn request(port: u16, method: &str, path: &str, body: &str) -> Option<(u16, String)> {
+    request_as(port, method, path, body, None)
+}
+
+/// The same, with `Authorization: Bearer TOKEN`.
+fn request_as(
+    port: u16,
+    method: &str,
+    path: &str,
+    body: &str,
+    token: Option<&str>,
+) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let authorization = token.map_or(String::new(), |t| format!("authorization: Bearer {t}\r\n"));
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nhost: localhost\r\n{authorization}content-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
     )
     .ok()?;
@@ -327,13 +344,18 @@ fn get(port: u16, path: &str) -> Option<(u16, String)> {
 /// through `port`: "allow" (no decision: Claude's own permissions decide)
 /// or the decision, with its reason.
 fn pre_tool_use(port: u16, session: &str) -> (String, String) {
+    pre_tool_use_as(port, session, None)
+}
+
+/// The same, as the client of `token`.
+fn pre_tool_use_as(port: u16, session: &str, token: Option<&str>) -> (String, String) {
     let input = json!({
         "session_id": session, "transcript_path": "/home/u/.claude/projects/p/s.jsonl",
         "cwd": "/home/u/p", "permission_mode": "default", "hook_event_name": "PreToolUse",
         "tool_name": "Bash", "tool_input": {"command": "ls", "description": "List files"},
         "tool_use_id": format!("toolu_{}", free_port()),
     });
-    let (status, body) = request(port, "POST", "/claude-code/hook", &input.to_string())
+    let (status, body) = request_as(port, "POST", "/claude-code/hook", &input.to_string(), token)
         .expect("the hook is answered");
     assert_eq!(status, 200, "a hook is always answered 200: {body}");
     let answer: Value = serde_json::from_str(&body).unwrap();
@@ -404,6 +426,30 @@ fn a_call_budget_holds_across_two_instances_behind_a_balancer() {
             "{key}: {ttl}"
         );
     }
+}
+
+#[test]
+fn a_client_is_its_token_on_every_instance_whatever_order_they_list_tokens_in() {
+    if !available() {
+        return;
+    }
+    let redis = Redis::start("tokens");
+    let dir = budget_dir("tokens", 2);
+    let (alice, bob) = ("alice-0123456789abcdef", "bob-0123456789abcdef");
+    let a = Serve::start_with_tokens("tokens-a", &dir, &redis.url(), &format!("{alice},{bob}"));
+    let b = Serve::start_with_tokens("tokens-b", &dir, &redis.url(), &format!("{bob},{alice}"));
+    let call = |serve: &Serve, token: &str| pre_tool_use_as(serve.port, "s", Some(token)).0;
+    assert_eq!(call(&a, alice), "allow");
+    assert_eq!(call(&b, alice), "allow", "alice's second call, on b");
+    assert_eq!(
+        call(&a, alice),
+        "deny",
+        "alice's third call is over her budget of 2"
+    );
+    // bob's session of the same id is another session.
+    assert_eq!(call(&b, bob), "allow");
+    assert_eq!(call(&a, bob), "allow");
+    assert_eq!(call(&b, bob), "deny");
 }
 
 #[test]

@@ -110,10 +110,24 @@ fn decide<P: Protocol>(
     }
 }
 
-/// The store's name for a session of `client`: one client's sessions do
-/// not exist for another.
-fn store_agent<P: Protocol>(client: Client) -> String {
-    format!("{}/client-{}", P::NAME, client.0)
+/// The store's name for the sessions of `client`: one client's sessions do
+/// not exist for another. A client is named by a hash of its token, not
+/// its place in the list, so instances sharing a store may list their
+/// tokens in any order.
+fn store_agent<P: Protocol>(app: &App, client: Client) -> String {
+    use sha2::{Digest, Sha256};
+    let token = client
+        .0
+        .checked_sub(1)
+        .and_then(|i| app.config.tokens.get(i));
+    let who: String = match token {
+        Some(token) => Sha256::digest(token.as_bytes())[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        None => "open".to_owned(),
+    };
+    format!("{}/client-{who}", P::NAME)
 }
 
 /// The session's live run, its state restored from `store` when the run
@@ -145,7 +159,7 @@ fn decide_live<P: Protocol>(
     let mut hold = match store {
         Some(store) => Some(
             store
-                .lock(&store_agent::<P>(client), session)
+                .lock(&store_agent::<P>(app, client), session)
                 .map_err(|e| store_failed(app, e))?,
         ),
         None => None,
@@ -192,7 +206,7 @@ fn decide_shared<P: Protocol>(
     let snapshot = app.source.snapshot();
     let in_store = std::time::Instant::now();
     let mut hold = store
-        .lock(&store_agent::<P>(client), session)
+        .lock(&store_agent::<P>(app, client), session)
         .map_err(|e| store_failed(app, e))?;
     let mut saved = hold.load().map_err(|e| store_failed(app, e))?;
     let mut took = in_store.elapsed();
