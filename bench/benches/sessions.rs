@@ -296,19 +296,38 @@ fn main() -> Result<()> {
         }
     }
     let file = best[1].as_ref().context("measured")?;
+    let none = best[0].as_ref().context("measured")?;
     let mut report = format!(
-        "{sessions} sessions, each a keep-alive connection in a closed loop, {seconds} s per run, better of 2 runs\n\n| how | hooks/s | p50 | p99 | p50 over the file store |\n|---|---|---|---|---|\n"
+        "{sessions} sessions, each a keep-alive connection in a closed loop, {seconds} s per run, better of 2 runs\n\n| how | hooks/s | p50 | p99 | p50 against no store | p50 against the file store | in the store per hook (mean) |\n|---|---|---|---|---|---|---|\n"
     );
-    for ((name, _), load) in configurations.iter().zip(&best) {
+    let servers: [&[&Server]; 4] = [
+        &[&plain],
+        &[&with_files],
+        &[&with_redis],
+        &[&second_a, &second_b],
+    ];
+    for (((name, _), load), servers) in configurations.iter().zip(&best).zip(servers) {
         let load = load.as_ref().context("measured")?;
         let p50 = load.percentile(0.5);
+        let ratio = |base: &Load| p50.as_secs_f64() / base.percentile(0.5).as_secs_f64();
+        let (mut sum, mut count) = (0.0, 0.0);
+        for server in servers {
+            let (s, c) = store_time(server.addr.port())?;
+            sum += s;
+            count += c;
+        }
+        let in_store = if count > 0.0 {
+            format!("{:.0} µs", sum / count * 1e6)
+        } else {
+            "—".to_owned()
+        };
         report.push_str(&format!(
-            "| {name} | {:.0} | {:.0} µs | {:.0} µs | {:+.0} µs ({:.2}×) |\n",
+            "| {name} | {:.0} | {:.0} µs | {:.0} µs | {:.2}× | {:.2}× | {in_store} |\n",
             load.per_second(),
             p50.as_secs_f64() * 1e6,
             load.percentile(0.99).as_secs_f64() * 1e6,
-            (p50.as_secs_f64() - file.percentile(0.5).as_secs_f64()) * 1e6,
-            p50.as_secs_f64() / file.percentile(0.5).as_secs_f64(),
+            ratio(none),
+            ratio(file),
         ));
     }
     let shares: Vec<String> = [&second_a, &second_b]
@@ -333,6 +352,22 @@ fn main() -> Result<()> {
     drop((plain, with_files, with_redis, second_a, second_b));
     let _ = std::fs::remove_dir_all(&scratch);
     Ok(())
+}
+
+/// The server's time in the session store: seconds in all, and hooks.
+fn store_time(port: u16) -> Result<(f64, f64)> {
+    let metrics = metrics(port)?;
+    let value = |name: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    Ok((
+        value("hookbox_session_store_seconds_sum "),
+        value("hookbox_session_store_seconds_count "),
+    ))
 }
 
 fn metrics(port: u16) -> Result<String> {

@@ -600,6 +600,39 @@ fn a_store_answering_garbage_blocks_and_status_says_why() {
 }
 
 #[test]
+fn a_state_key_that_is_not_a_sessions_blocks_and_names_the_key() {
+    if !available() {
+        return;
+    }
+    let redis = Redis::start("bad-state");
+    let dir = budget_dir("bad-state", 3);
+    let serve = Serve::start("bad-state", &dir, &redis.url());
+    assert_eq!(decision(serve.port, "s"), "allow");
+    let sessions = redis.sessions();
+    let [(key, _)] = sessions.as_slice() else {
+        panic!("{sessions:?}")
+    };
+    // Someone else's value under the key: never read as a new session.
+    redis::cmd("SET")
+        .arg(key)
+        .arg("{\"calls\": 0}")
+        .query::<()>(&mut redis.connection())
+        .unwrap();
+    let (denied, reason) = pre_tool_use(serve.port, "s");
+    assert_eq!(denied, "deny");
+    assert!(
+        reason.contains(key.as_str()) && reason.contains("delete that key"),
+        "{reason}"
+    );
+    // Deleted, the session starts afresh.
+    redis::cmd("DEL")
+        .arg(key)
+        .query::<()>(&mut redis.connection())
+        .unwrap();
+    assert_eq!(decision(serve.port, "s"), "allow");
+}
+
+#[test]
 fn a_reload_on_one_instance_moves_its_sessions_forward_and_the_other_refuses_them_until_it_reloads()
 {
     if !available() {

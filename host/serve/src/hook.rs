@@ -156,6 +156,7 @@ fn decide_live<P: Protocol>(
     let _permit = app
         .claim(client, Some(&live))
         .ok_or("the server is deciding as many events as it may; retry shortly")?;
+    let in_store = std::time::Instant::now();
     let mut hold = match store {
         Some(store) => Some(
             store
@@ -171,6 +172,7 @@ fn decide_live<P: Protocol>(
             .with_run(|run| run.restore_scratchpads(kept.scratchpads))
             .map_err(broken)?;
     }
+    let mut took = in_store.elapsed();
     let started = std::time::Instant::now();
     let outcome = live.span.in_scope(|| live.door.decide(None, event));
     app.metrics
@@ -180,11 +182,14 @@ fn decide_live<P: Protocol>(
             .door
             .with_run(|run| run.scratchpads())
             .map_err(broken)?;
+        let giving_back = std::time::Instant::now();
         hold.save(&Saved {
             stack: None,
             scratchpads,
         })
         .map_err(|e| store_failed(app, e))?;
+        took += giving_back.elapsed();
+        app.metrics.store.reached(took);
     }
     Ok(outcome)
 }

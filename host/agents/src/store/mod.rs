@@ -91,15 +91,16 @@ pub trait SessionHold: Send {
     fn save(&mut self, saved: &Saved) -> Result<(), StoreError>;
 }
 
-/// What a session keeps between its hooks.
+/// What a session keeps between its hooks. Read strictly: a value with
+/// other fields, or without `scratchpads`, is not a session's state.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Saved {
     /// The stack the session runs on (a shared store keeps it; the file
     /// store does not).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<Pin>,
     /// Each plugin's scratchpad.
-    #[serde(default)]
     pub scratchpads: Scratchpads,
 }
 
@@ -275,5 +276,8 @@ mod tests {
             serde_json::to_string(&Saved::default()).unwrap(),
             r#"{"scratchpads":{}}"#
         );
+        for other in [r#"{"calls":0}"#, "{}", r#"{"scratchpads":{"p":{"k":1}}}"#] {
+            assert!(serde_json::from_str::<Saved>(other).is_err(), "{other}");
+        }
     }
 }
