@@ -234,7 +234,7 @@ pub fn handle<P: Protocol>(
 
 /// What an agent reads when the run stops: whose terminate and why, or
 /// the plugin that failed closed and the cause.
-fn blocked(stop: &Stopped) -> String {
+pub(crate) fn blocked(stop: &Stopped) -> String {
     match stop {
         Stopped::Terminated { plugin, reason, .. } => format!("{plugin}: {reason}"),
         Stopped::FailedClosed(failure) => {

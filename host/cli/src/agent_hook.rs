@@ -102,6 +102,10 @@ fn decide<P: Protocol>(
                     Pinned::Refused { why } => return Err(Unasked::Blocked(why)),
                 }
             }
+            // The session's run is over: nothing proceeds after its end.
+            if let Some(stop) = &saved.stopped {
+                return Err(Unasked::Blocked(stop.clone()));
+            }
             Some((hold, saved))
         }
         None => None,
@@ -123,6 +127,7 @@ fn decide<P: Protocol>(
     let outcome = span.in_scope(|| run.step(event));
     if let Some((hold, saved)) = &mut state {
         saved.scratchpads = run.scratchpads();
+        saved.record_stop(&outcome, event.kind());
         hold.save(saved).map_err(unavailable)?;
     }
     Ok(outcome)

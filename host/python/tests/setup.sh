@@ -24,8 +24,12 @@ command -v python3 >/dev/null \
 "$out/build/bin/pip" install --quiet --disable-pip-version-check \
     "$(grep '^maturin==' "$here/requirements.txt")" >&2
 rm -rf "$out/wheels"
+# For the host's triple by name, as the Node package's build (@napi-rs/cli)
+# always is: both then build into target/TRIPLE and share wasmtime and the
+# core, which are compiled once.
+triple="$(rustc -vV | sed -n 's/^host: //p')"
 (cd "$crate" && "$out/build/bin/maturin" build --quiet --profile "$profile" \
-    --interpreter python3 --out "$out/wheels" >&2)
+    --target "$triple" --interpreter python3 --out "$out/wheels" >&2)
 rm -rf "$out/venv"
 python3 -m venv "$out/venv"
 "$out/venv/bin/pip" install --quiet --disable-pip-version-check \

@@ -184,8 +184,8 @@ fn decide_live<P: Protocol>(
             .map_err(broken)?;
         let giving_back = std::time::Instant::now();
         hold.save(&Saved {
-            stack: None,
             scratchpads,
+            ..Saved::default()
         })
         .map_err(|e| store_failed(app, e))?;
         took += giving_back.elapsed();
@@ -231,6 +231,10 @@ fn decide_shared<P: Protocol>(
             return Err(Unasked::Blocked(why));
         }
     }
+    // The session's run is over: nothing proceeds after its end.
+    if let Some(stop) = &saved.stopped {
+        return Err(Unasked::Blocked(stop.clone()));
+    }
     let live = app.runs.one_off(&snapshot)?;
     app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
     let broken = |failure: hookbox::FailClosed| failure.to_string();
@@ -246,6 +250,7 @@ fn decide_shared<P: Protocol>(
         .door
         .with_run(|run| run.scratchpads())
         .map_err(broken)?;
+    saved.record_stop(&outcome, event.kind());
     let giving_back = std::time::Instant::now();
     hold.save(&saved).map_err(|e| store_failed(app, e))?;
     took += giving_back.elapsed();

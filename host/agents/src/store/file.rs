@@ -265,8 +265,8 @@ impl SessionBackend for SessionStore {
 impl SessionHold for SessionLock {
     fn load(&mut self) -> Result<Saved, StoreError> {
         Ok(Saved {
-            stack: None,
             scratchpads: self.load_pads(),
+            ..Saved::default()
         })
     }
 

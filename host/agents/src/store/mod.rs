@@ -29,6 +29,7 @@ mod redis;
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
+use hookbox::{EventKind, Outcome, Stopped};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -102,6 +103,13 @@ pub struct Saved {
     pub stack: Option<Pin>,
     /// Each plugin's scratchpad.
     pub scratchpads: Scratchpads,
+    /// The session's run ended (a terminate, a guard that failed closed):
+    /// why, as the agent is told. Every later hook of the session is
+    /// blocked with it, as a run's later events are, until a newer stack
+    /// takes the session. (A shared store keeps it; the file store does
+    /// not, as `serve`'s live run keeps it there.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// The stack a session is pinned to: its digest
@@ -166,7 +174,10 @@ impl Saved {
             return Pinned::Same;
         }
         if here.loaded_ms > pin.loaded_ms {
+            // A new run on the newer stack: not over, whatever ended the
+            // last one.
             self.stack = Some(here);
+            self.stopped = None;
             return Pinned::Moved { from: pin };
         }
         let why = format!(
@@ -177,6 +188,16 @@ impl Saved {
         );
         self.stack = Some(pin);
         Pinned::Refused { why }
+    }
+
+    /// Records the stop `outcome` of an `event` means, if it ends the run
+    /// ([`Stopped::settle`]); a stop already recorded stays.
+    pub fn record_stop(&mut self, outcome: &Outcome, event: EventKind) {
+        if self.stopped.is_none()
+            && let Err(stop) = Stopped::settle(outcome.clone(), event)
+        {
+            self.stopped = Some(crate::blocked(&stop));
+        }
     }
 }
 
@@ -244,6 +265,7 @@ mod tests {
         let mut saved = Saved {
             stack: Some(Pin::new("aaa", at(10))),
             scratchpads: pads.clone(),
+            stopped: None,
         };
         assert_eq!(
             saved.pinned_to("bbb", at(20)),
@@ -253,6 +275,29 @@ mod tests {
         );
         assert_eq!(saved.stack, Some(Pin::new("bbb", at(20))));
         assert_eq!(saved.scratchpads, pads);
+    }
+
+    #[test]
+    fn a_run_that_ended_stays_ended_until_a_newer_stack_takes_the_session() {
+        use hookbox::{Decision, Flow};
+        let mut saved = Saved::default();
+        saved.pinned_to("aaa", at(10));
+        let go_on: Outcome = Ok(Decision::new(Flow::Continue));
+        saved.record_stop(&go_on, EventKind::ToolCall);
+        assert_eq!(saved.stopped, None);
+        let end: Outcome = Ok(Decision::new(Flow::terminate("no more")));
+        saved.record_stop(&end, EventKind::ToolCall);
+        let stopped = saved.stopped.clone().unwrap();
+        assert!(stopped.contains("no more"), "{stopped}");
+        let json = serde_json::to_string(&saved).unwrap();
+        assert_eq!(serde_json::from_str::<Saved>(&json).unwrap(), saved);
+        assert_eq!(saved.pinned_to("aaa", at(99)), Pinned::Same);
+        assert_eq!(saved.stopped.as_deref(), Some(stopped.as_str()));
+        assert!(matches!(
+            saved.pinned_to("bbb", at(20)),
+            Pinned::Moved { .. }
+        ));
+        assert_eq!(saved.stopped, None, "a new run on the newer stack");
     }
 
     #[test]
