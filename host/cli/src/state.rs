@@ -32,7 +32,8 @@ impl StateArgs {
     /// answer is warned of (and used anyway: hooks are blocked until it
     /// answers, and it may be starting too).
     pub(crate) fn open(&self, ping: bool) -> Result<Arc<dyn SessionBackend>> {
-        match self.state.as_deref() {
+        // An empty `HOOKBOX_STATE=` is no choice: the default.
+        match self.state.as_deref().filter(|s| !s.is_empty()) {
             Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
                 let store = RedisStore::open(url)?
                     .with_timeout(Duration::from_millis(self.state_timeout_ms.max(1)))
