@@ -169,9 +169,10 @@ impl Inner {
     /// back to the idle ones only if the command succeeded. A failure
     /// drops every idle connection (after a restart of Redis, all of them
     /// are dead); one on a connection that had been idle, other than a
-    /// timeout, is tried once more on a new connection (each script is
-    /// safe to run twice: taking a session its caller holds already is
-    /// taking it).
+    /// timeout, is tried once more on a new connection. Taking is safe to
+    /// run twice (a session its caller holds already is taken); giving
+    /// back twice finds the lock gone and fails the hook, a block, never
+    /// a lost update.
     fn call<T>(
         &self,
         mut command: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
