@@ -18,7 +18,9 @@
 //! `TOKEN_URL`). A value is a quoted string (redacted inside its quotes)
 //! or a run of characters up to a space, a quote or `,;&()[]{}<>`;
 //! placeholders gitleaks' global allowlist lets through (`${VAR}`, `true`,
-//! `null`, `****`) are left alone.
+//! `null`, `****`) are left alone, as is a bare value that is a program's
+//! (a call, a keyword, a type name: `token: String,`). A URL's user name has
+//! no brackets (`scheme://[[USER]:PASSWORD@]HOST` is syntax written out).
 
 use std::sync::OnceLock;
 
@@ -94,7 +96,9 @@ fn shapes() -> &'static [Regex] {
             format!(r#"(?:^|[\s"'=])--?{name}(?:=|[ \t]+){FLAG_VALUE}"#),
             r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)".to_owned(),
             r#"(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|token|digest|bearer)[ \t]+)?(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"#.to_owned(),
-            r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"']+:(?P<token>[^\s@/"']+)@"#.to_owned(),
+            // A user name has no brackets: `redis://[[USER]:PASSWORD@]HOST`
+            // is a URL's syntax written out, not a URL.
+            r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"'\[\]{}<>]+:(?P<token>[^\s@/"']+)@"#.to_owned(),
         ]
         .iter()
         .map(|pattern| ascii(pattern))
@@ -184,6 +188,14 @@ const CODE_WORDS: [&[u8]; 10] = [
     b"typeof",
 ];
 
+/// Type names, which a bare value after `NAME:` is in a program's field
+/// or parameter (`token: String,`, `password: string;`), never a secret.
+const TYPE_WORDS: [&[u8]; 27] = [
+    b"String", b"string", b"str", b"bool", b"boolean", b"number", b"int", b"float", b"bytes",
+    b"any", b"unknown", b"object", b"char", b"usize", b"isize", b"u8", b"u16", b"u32", b"u64",
+    b"u128", b"i8", b"i16", b"i32", b"i64", b"i128", b"f32", b"f64",
+];
+
 /// Keywords that make `NAME = value` a declaration in a program, where a
 /// bare value is an expression (a secret in a program is a string).
 const DECLARATIONS: [&[u8]; 8] = [
@@ -198,7 +210,7 @@ fn is_code(bytes: &[u8], name_start: usize, value: (usize, usize)) -> bool {
     if matches!(bytes.get(end), Some(b'(' | b'<' | b'[' | b'{')) {
         return true;
     }
-    if CODE_WORDS.contains(&&bytes[start..end]) {
+    if CODE_WORDS.contains(&&bytes[start..end]) || TYPE_WORDS.contains(&&bytes[start..end]) {
         return true;
     }
     let line_start = bytes[..name_start]
@@ -451,6 +463,18 @@ mod tests {
             redacted("auth: Bearer abcdefgh12345678\nAuthorization: Basic dXNlcjpwYXNz\n"),
             "auth: Bearer [REDACTED]\nAuthorization: Basic [REDACTED]\n"
         );
+    }
+
+    #[test]
+    fn a_type_annotation_and_a_urls_syntax_written_out_are_not_secrets() {
+        for text in [
+            "    token: String,",
+            "pub password: string;",
+            "/// `redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]`",
+        ] {
+            assert_eq!(redacted(text), text);
+        }
+        assert_eq!(redacted("token: hunter2-hunter2"), "token: [REDACTED]");
     }
 
     #[test]
