@@ -9,7 +9,7 @@
 //! | `NAME: value` at the start of a line (YAML, a header, `.env`) | the value |
 //! | `--NAME value`, `--NAME=value`, `-NAME value` (a command line) | the value |
 //! | `Bearer TOKEN`, `Authorization: [Basic \| Token \| Digest] TOKEN` | the token |
-//! | `scheme://user:PASSWORD@host` | the password |
+//! | `scheme://user:PASSWORD@host`, `scheme://:PASSWORD@host` | the password (after no user, not a word in capitals: a placeholder) |
 //! | `-----BEGIN ... PRIVATE KEY-----` to its `-----END ...-----` (or the end) | the block, `[REDACTED PRIVATE KEY]` |
 //! | `local@domain.tld`, with `emails` on | `[REDACTED EMAIL]` |
 //!
@@ -99,6 +99,9 @@ fn shapes() -> &'static [Regex] {
             // A user name has no brackets: `redis://[[USER]:PASSWORD@]HOST`
             // is a URL's syntax written out, not a URL.
             r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"'\[\]{}<>]+:(?P<token>[^\s@/"']+)@"#.to_owned(),
+            // No user at all, as Redis URLs are written
+            // (`redis://:PASSWORD@HOST`).
+            r#"(?i)\b[a-z][a-z0-9+.-]*://:(?P<userless>[^\s@/"']+)@"#.to_owned(),
         ]
         .iter()
         .map(|pattern| ascii(pattern))
@@ -284,7 +287,13 @@ fn shaped(text: &str, found: &mut Vec<Found>) {
     let bytes = text.as_bytes();
     for regex in shapes() {
         for captures in regex.captures_iter(bytes) {
-            let (secret, name) = match captures.name("token") {
+            let userless = captures.name("userless");
+            // After no user, a word in capitals is documentation's
+            // placeholder (`redis://:PASSWORD@HOST`), not a password.
+            if userless.is_some_and(|p| is_capitals(p.as_bytes())) {
+                continue;
+            }
+            let (secret, name) = match captures.name("token").or(userless) {
                 Some(token) => (token, None),
                 None => {
                     let name = captures
@@ -311,6 +320,15 @@ fn shaped(text: &str, found: &mut Vec<Found>) {
             found.push(Found::secret((secret.start(), secret.end())));
         }
     }
+}
+
+/// A word in capitals (`PASSWORD`, `YOUR_TOKEN`): letters, digits and
+/// `_`, starting with a letter, no lowercase.
+fn is_capitals(word: &[u8]) -> bool {
+    word.first().is_some_and(u8::is_ascii_uppercase)
+        && word
+            .iter()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
 }
 
 fn private_keys(text: &str, found: &mut Vec<Found>) {
@@ -475,6 +493,25 @@ mod tests {
             assert_eq!(redacted(text), text);
         }
         assert_eq!(redacted("token: hunter2-hunter2"), "token: [REDACTED]");
+    }
+
+    #[test]
+    fn a_password_in_a_url_without_a_user_goes_and_a_placeholder_stays() {
+        assert_eq!(
+            redacted("REDIS_URL=redis://:s3cr3t-Pw@10.0.0.5:6379/0"),
+            "REDIS_URL=redis://:[REDACTED]@10.0.0.5:6379/0"
+        );
+        assert_eq!(
+            redacted("rediss://:hunter2@cache:6380"),
+            "rediss://:[REDACTED]@cache:6380"
+        );
+        for text in [
+            "redis://:PASSWORD@HOST:6379/0",
+            "redis://:YOUR_PASSWORD@host",
+            "redis://[:PASSWORD@]HOST[:PORT][/DB]",
+        ] {
+            assert_eq!(redacted(text), text);
+        }
     }
 
     #[test]
