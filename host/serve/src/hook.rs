@@ -215,7 +215,7 @@ fn decide_shared<P: Protocol>(
         .map_err(|e| store_failed(app, e))?;
     let mut saved = hold.load().map_err(|e| store_failed(app, e))?;
     let mut took = in_store.elapsed();
-    match saved.pinned_to(&snapshot.stack_digest(), snapshot.loaded_at) {
+    match saved.pinned_to(&app.stack_digest(&snapshot), snapshot.loaded_at) {
         Pinned::New | Pinned::Same => {}
         Pinned::Moved { from } => {
             app.metrics.store.moved.fetch_add(1, Ordering::Relaxed);

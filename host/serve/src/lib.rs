@@ -175,6 +175,10 @@ struct App {
     /// The most events one client may have decided at once.
     in_flight_share: usize,
     metrics: Arc<Metrics>,
+    /// The digest of the last snapshot a shared-store hook ran on: a
+    /// session's pin is checked on every hook, the digest made once per
+    /// snapshot.
+    stack_digest: std::sync::Mutex<Option<(Arc<hookbox::watch::Snapshot>, Arc<str>)>>,
 }
 
 /// A running server.
@@ -220,6 +224,7 @@ impl Server {
                 .map(|_| Arc::new(Semaphore::new(in_flight_share)))
                 .collect(),
             in_flight_share,
+            stack_digest: std::sync::Mutex::default(),
             runs: Runs::new(
                 metrics.clone(),
                 config.decision_log.clone(),
@@ -318,6 +323,19 @@ impl App {
             live.touch();
         }
         Some(Claim(own, permit))
+    }
+
+    /// The digest of `snapshot`'s stack, made once per snapshot.
+    fn stack_digest(&self, snapshot: &Arc<hookbox::watch::Snapshot>) -> Arc<str> {
+        let mut cached = self.stack_digest.lock().unwrap_or_else(|p| p.into_inner());
+        match &*cached {
+            Some((of, digest)) if Arc::ptr_eq(of, snapshot) => digest.clone(),
+            _ => {
+                let digest: Arc<str> = snapshot.stack_digest().into();
+                *cached = Some((snapshot.clone(), digest.clone()));
+                digest
+            }
+        }
     }
 
     fn expire_idle(&self) {
