@@ -10,6 +10,8 @@
 //! binding's).
 //! `cargo xtask public-api [--check]` lists the public API of the crates
 //! embedders depend on ([`public_api`]).
+//! `cargo xtask compiled-once DEPS_DIR...` fails when a library was compiled
+//! twice into one of those folders ([`compiled_once`]; CI runs it).
 //! Benchmarks: `cargo bench -p hookbox-bench` (BENCHMARKS.md).
 
 use std::path::{Path, PathBuf};
@@ -17,9 +19,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use hookbox_tests::guests;
 
+mod compiled_once;
 mod public_api;
 
 fn main() -> Result<()> {
+    if let Some(real) = std::env::var_os(public_api::RUSTDOC_WRAPPER) {
+        return public_api::rustdoc(real);
+    }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("workspace root")?;
@@ -46,9 +52,12 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some("public-api") => public_api::run(root, args.next().as_deref() == Some("--check")),
+        Some("compiled-once") => {
+            compiled_once::run(root, &args.map(PathBuf::from).collect::<Vec<_>>())
+        }
         Some(other) => {
             bail!(
-                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check]"
+                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check], compiled-once DEPS_DIR..."
             )
         }
     }

@@ -12,7 +12,7 @@
 //! be.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, Result, bail};
@@ -25,9 +25,10 @@ const CRATES: [(&str, &str); 2] = [
 ];
 
 pub fn run(root: &Path, check: bool) -> Result<()> {
+    let doc_dir = document(root)?;
     let mut changed = Vec::new();
     for (name, dir) in CRATES {
-        let listing = listing(root, name)?;
+        let listing = listing(&doc_dir, name)?;
         let path = root.join(dir).join("public-api.txt");
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         if committed == listing {
@@ -59,22 +60,67 @@ pub fn run(root: &Path, check: bool) -> Result<()> {
     )
 }
 
-/// The crate's public items, one per line, sorted.
-fn listing(root: &Path, name: &str) -> Result<String> {
+/// Writes rustdoc's JSON of every crate in [`CRATES`], in one `cargo doc`.
+///
+/// With `hookbox-workspace-hack` selected, the dependencies are checked with
+/// the features CI's docs step checked them with, so this reuses them. Only
+/// rustdoc is told it may use unstable options (`RUSTC_BOOTSTRAP`, through
+/// [`RUSTDOC_WRAPPER`]): in cargo's own environment it would reach every
+/// build script, and those that probe the compiler (anyhow, proc-macro2 ...)
+/// would rebuild their crates and everything above them.
+fn document(root: &Path) -> Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(cargo)
+    let rustdoc = std::env::var_os("RUSTDOC").unwrap_or_else(|| "rustdoc".into());
+    let mut command = Command::new(cargo);
+    command
         .current_dir(root)
-        .env("RUSTC_BOOTSTRAP", "1")
-        .args(["rustdoc", "--quiet", "--lib", "-p", name, "--"])
-        .args(["-Z", "unstable-options", "--output-format", "json"])
-        .status()
-        .context("running cargo rustdoc")?;
-    if !status.success() {
-        bail!("cargo rustdoc -p {name} failed");
+        .env(
+            "RUSTDOC",
+            std::env::current_exe().context("xtask's own path")?,
+        )
+        .env(RUSTDOC_WRAPPER, rustdoc)
+        .env("RUSTDOCFLAGS", "-Z unstable-options --output-format json")
+        .args([
+            "doc",
+            "--quiet",
+            "--no-deps",
+            "-p",
+            "hookbox-workspace-hack",
+        ]);
+    for (name, _) in CRATES {
+        command.args(["-p", name]);
     }
-    let file = root
-        .join("target/doc")
-        .join(format!("{}.json", name.replace('-', "_")));
+    let status = command.status().context("running cargo doc")?;
+    if !status.success() {
+        bail!("cargo doc (rustdoc's JSON) failed");
+    }
+    // Where cargo writes docs: by target when one is set.
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(|dir| root.join(dir))
+        .unwrap_or_else(|| root.join("target"));
+    Ok(match std::env::var_os("CARGO_BUILD_TARGET") {
+        Some(triple) => target_dir.join(triple).join("doc"),
+        None => target_dir.join("doc"),
+    })
+}
+
+/// Set to the real rustdoc when xtask is run as cargo's `RUSTDOC`.
+pub const RUSTDOC_WRAPPER: &str = "HOOKBOX_XTASK_RUSTDOC";
+
+/// xtask as cargo's `RUSTDOC`: the real rustdoc, allowed unstable options.
+pub fn rustdoc(real: std::ffi::OsString) -> Result<()> {
+    let status = Command::new(real)
+        .args(std::env::args_os().skip(1))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .status()
+        .context("running rustdoc")?;
+    std::process::exit(status.code().unwrap_or(1));
+}
+
+/// The crate's public items, one per line, sorted, from rustdoc's JSON in
+/// `doc`.
+fn listing(doc_dir: &Path, name: &str) -> Result<String> {
+    let file = doc_dir.join(format!("{}.json", name.replace('-', "_")));
     let text = std::fs::read_to_string(&file).with_context(|| file.display().to_string())?;
     let doc: Value = serde_json::from_str(&text).context("rustdoc's JSON")?;
     let mut lines = BTreeSet::new();

@@ -9,7 +9,8 @@
 #
 # `HOOKBOX_NODE_PROFILE` picks the cargo profile (CI: `dev`, whose
 # dependencies are already built for the tests, at opt-level 2; default:
-# `release`).
+# `release`). `HOOKBOX_NODE_FEATURES` adds cargo features (CI:
+# `workspace-hack`, so the tests' dependencies are reused as they are).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -24,6 +25,7 @@ mkdir -p "$out"
 cd "$crate"
 npm ci --no-audit --no-fund --loglevel=error >&2
 build=(npx napi build --platform --output-dir native --js index.cjs --dts index.d.ts)
+[[ -z "${HOOKBOX_NODE_FEATURES:-}" ]] || build+=(--features "$HOOKBOX_NODE_FEATURES")
 case "$profile" in
     release) build+=(--release) ;;
     dev) ;;

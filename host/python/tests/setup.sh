@@ -8,7 +8,8 @@
 # wheel for CPython 3.10 and later) and installed from the file, not from
 # the tree. `HOOKBOX_WHEEL_PROFILE` picks the cargo profile (CI: `dev`,
 # whose dependencies are already built for the tests, at opt-level 2;
-# default: `release`).
+# default: `release`). `HOOKBOX_WHEEL_FEATURES` adds cargo features (CI:
+# `workspace-hack`, so the tests' dependencies are reused as they are).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -16,6 +17,8 @@ crate="$(cd "$here/.." && pwd)"
 root="$(cd "$crate/../.." && pwd)"
 out="$(cd "$root" && realpath -m "${CARGO_TARGET_DIR:-target}")/python"
 profile="${HOOKBOX_WHEEL_PROFILE:-release}"
+features=()
+[[ -z "${HOOKBOX_WHEEL_FEATURES:-}" ]] || features=(--features "$HOOKBOX_WHEEL_FEATURES")
 mkdir -p "$out"
 command -v python3 >/dev/null \
     || { echo "host/python/tests/setup.sh: Python 3.10 or newer is needed" >&2; exit 1; }
@@ -24,12 +27,11 @@ command -v python3 >/dev/null \
 "$out/build/bin/pip" install --quiet --disable-pip-version-check \
     "$(grep '^maturin==' "$here/requirements.txt")" >&2
 rm -rf "$out/wheels"
-# For the host's triple by name, as the Node package's build (@napi-rs/cli)
-# always is: both then build into target/TRIPLE and share wasmtime and the
-# core, which are compiled once.
-triple="$(rustc -vV | sed -n 's/^host: //p')"
-(cd "$crate" && "$out/build/bin/maturin" build --quiet --profile "$profile" \
-    --target "$triple" --interpreter python3 --out "$out/wheels" >&2)
+# For the host without naming it, as `cargo test` builds: with the same
+# features (HOOKBOX_WHEEL_FEATURES=workspace-hack), the tests' dependencies
+# are reused as they are.
+(cd "$crate" && "$out/build/bin/maturin" build --quiet --profile "$profile" "${features[@]}" \
+    --interpreter python3 --out "$out/wheels" >&2)
 rm -rf "$out/venv"
 python3 -m venv "$out/venv"
 "$out/venv/bin/pip" install --quiet --disable-pip-version-check \
