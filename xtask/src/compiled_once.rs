@@ -148,7 +148,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("compiled-once-{}", std::process::id()));
         let deps = dir.join("deps");
         std::fs::create_dir_all(&deps).unwrap();
-        let mut lib = |package: &str, name: &str, hash: &str| {
+        let lib = |package: &str, name: &str, hash: &str| {
             let src = dir.join(package).join("src");
             std::fs::create_dir_all(&src).unwrap();
             std::fs::write(dir.join(package).join("Cargo.toml"), "").unwrap();
