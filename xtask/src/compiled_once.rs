@@ -1,6 +1,9 @@
-//! `cargo xtask compiled-once DIR...`: fails when a library was compiled
-//! more than once into the same `deps` directory, for example wasmtime built
-//! once for the tests and again, with other features, for the Python wheel.
+//! `cargo xtask compiled-once [--since FILE] DIR...`: fails when a library
+//! was compiled more than once into the same `deps` directory, for example
+//! wasmtime built once for the tests and again, with other features, for
+//! the Python wheel; with `--since`, also when one was compiled again in
+//! place after `--record FILE DIR...` noted it (a build script that ran
+//! again because a later build's environment differed).
 //!
 //! CI's builds (the tests, the wheel, the Node module, the benchmarks, the
 //! MCP test server) each select other packages, and cargo resolves features
@@ -26,10 +29,61 @@ const EXPECTED: &[(&str, &str)] = &[(
     "the Python and Node bindings take it without its `tokio` feature",
 )];
 
-pub fn run(root: &Path, dirs: &[PathBuf]) -> Result<()> {
+/// `xtask compiled-once` with its arguments.
+pub fn main(root: &Path, mut args: impl Iterator<Item = String>) -> Result<()> {
+    const USAGE: &str = "usage: xtask compiled-once [--record FILE | --since FILE] DEPS_DIR...";
+    let (record_to, since) = match args.next() {
+        Some(flag) if flag == "--record" => (Some(args.next().context(USAGE)?), None),
+        Some(flag) if flag == "--since" => (None, Some(args.next().context(USAGE)?)),
+        Some(dir) => {
+            let dirs: Vec<PathBuf> = std::iter::once(dir)
+                .chain(args)
+                .map(PathBuf::from)
+                .collect();
+            return run(root, &dirs, None);
+        }
+        None => bail!(USAGE),
+    };
+    let dirs: Vec<PathBuf> = args.map(PathBuf::from).collect();
     if dirs.is_empty() {
-        bail!("usage: xtask compiled-once DEPS_DIR... (such as target/debug/deps)");
+        bail!(USAGE);
     }
+    match record_to {
+        Some(file) => record(root, &dirs, Path::new(&file)),
+        None => run(root, &dirs, since.as_deref().map(Path::new)),
+    }
+}
+
+/// Notes every library in `dirs` with its modification time, for a later
+/// `--since`.
+fn record(root: &Path, dirs: &[PathBuf], file: &Path) -> Result<()> {
+    let mut lines = String::new();
+    for dir in dirs {
+        for (_, _, artifact) in libraries(root, dir)? {
+            lines.push_str(&format!(
+                "{} {}\n",
+                modified(&artifact)?,
+                artifact.display()
+            ));
+        }
+    }
+    std::fs::write(file, lines).with_context(|| format!("writing {}", file.display()))
+}
+
+/// An artifact's modification time, in nanoseconds since the epoch.
+fn modified(artifact: &Path) -> Result<u128> {
+    let time = std::fs::metadata(artifact)
+        .and_then(|m| m.modified())
+        .with_context(|| format!("reading {}", artifact.display()))?;
+    Ok(time
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos())
+}
+
+/// Every library in `dirs` compiled once, and (with `since`) none of those
+/// recorded compiled again.
+pub fn run(root: &Path, dirs: &[PathBuf], since: Option<&Path>) -> Result<()> {
     let mut builds: BTreeMap<(String, PathBuf), Vec<PathBuf>> = BTreeMap::new();
     for dir in dirs {
         for (name, package, artifact) in libraries(root, dir)? {
@@ -37,6 +91,19 @@ pub fn run(root: &Path, dirs: &[PathBuf]) -> Result<()> {
         }
     }
     let mut twice = Vec::new();
+    if let Some(since) = since {
+        let text = std::fs::read_to_string(since)
+            .with_context(|| format!("reading {}", since.display()))?;
+        for line in text.lines() {
+            let (time, artifact) = line
+                .split_once(' ')
+                .with_context(|| format!("{}: not a record", since.display()))?;
+            let artifact = Path::new(artifact);
+            if modified(artifact)?.to_string() != time {
+                twice.push(format!("  {}, compiled again in place", artifact.display()));
+            }
+        }
+    }
     for ((name, package), artifacts) in &builds {
         if artifacts.len() < 2 || EXPECTED.iter().any(|(expected, _)| expected == name) {
             continue;
@@ -68,9 +135,10 @@ pub fn run(root: &Path, dirs: &[PathBuf]) -> Result<()> {
     }
     bail!(
         "compiled more than once:\n{}\n\
-         A build selected packages whose features differ from the tests'. Run `cargo hakari \
-         generate` and commit host/workspace-hack/Cargo.toml; a new build in .ci/run must \
-         select hookbox-workspace-hack too (docs/ci.md).",
+         Twice beside each other: a build selected packages whose features differ from the \
+         tests'. Run `cargo hakari generate` and commit host/workspace-hack/Cargo.toml; a new \
+         build in .ci/run must select hookbox-workspace-hack too. Again in place: a build ran \
+         in an environment that made a build script run again (docs/ci.md).",
         twice.join("\n")
     )
 }
@@ -167,10 +235,25 @@ mod tests {
         };
         lib("hashbrown-0.16.1", "hashbrown", "0000000000000001");
         lib("hashbrown-0.17.0", "hashbrown", "0000000000000002");
-        assert!(run(&dir, std::slice::from_ref(&deps)).is_ok());
+        assert!(run(&dir, std::slice::from_ref(&deps), None).is_ok());
+        let record_file = dir.join("record");
+        record(&dir, std::slice::from_ref(&deps), &record_file).unwrap();
+        assert!(run(&dir, std::slice::from_ref(&deps), Some(&record_file)).is_ok());
+        let rebuilt = deps.join("libhashbrown-0000000000000001.rlib");
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&rebuilt)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let error = run(&dir, std::slice::from_ref(&deps), Some(&record_file))
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("compiled again in place"), "{error}");
         lib("wasmtime-48.0.8", "wasmtime", "0000000000000003");
         lib("wasmtime-48.0.8", "wasmtime", "0000000000000004");
-        let error = run(&dir, std::slice::from_ref(&deps))
+        let error = run(&dir, std::slice::from_ref(&deps), None)
             .unwrap_err()
             .to_string();
         assert!(

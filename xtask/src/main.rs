@@ -10,8 +10,9 @@
 //! binding's).
 //! `cargo xtask public-api [--check]` lists the public API of the crates
 //! embedders depend on ([`public_api`]).
-//! `cargo xtask compiled-once DEPS_DIR...` fails when a library was compiled
-//! twice into one of those folders ([`compiled_once`]; CI runs it).
+//! `cargo xtask compiled-once [--record FILE | --since FILE] DEPS_DIR...`
+//! fails when a library was compiled twice into one of those folders, or
+//! again in place ([`compiled_once`]; CI runs it).
 //! Benchmarks: `cargo bench -p hookbox-bench` (BENCHMARKS.md).
 
 use std::path::{Path, PathBuf};
@@ -52,12 +53,10 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some("public-api") => public_api::run(root, args.next().as_deref() == Some("--check")),
-        Some("compiled-once") => {
-            compiled_once::run(root, &args.map(PathBuf::from).collect::<Vec<_>>())
-        }
+        Some("compiled-once") => compiled_once::main(root, args),
         Some(other) => {
             bail!(
-                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check], compiled-once DEPS_DIR..."
+                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check], compiled-once [--record FILE | --since FILE] DEPS_DIR..."
             )
         }
     }

@@ -411,9 +411,36 @@ fn denied_by_policy(saw: &Value, mode: &str) {
 
 /// tests/mcp/rmcp-server, built (cargo has it fresh after a workspace
 /// build: this is then a no-op).
+///
+/// Without what cargo sets for this test (`CARGO_MANIFEST_DIR`,
+/// `CARGO_PKG_*`, `OUT_DIR` ...): build scripts that read those (ring's
+/// does) would see them changed, run again, and rebuild their crates in the
+/// workspace's target directory for this build and again for the next.
 fn rmcp_server() -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let built = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    for (name, _) in std::env::vars_os() {
+        let set_by_cargo = name.to_str().is_some_and(|name| {
+            name.starts_with("CARGO_PKG_")
+                || name.starts_with("CARGO_BIN_EXE_")
+                || [
+                    "CARGO_MANIFEST_DIR",
+                    "CARGO_MANIFEST_PATH",
+                    "CARGO_MANIFEST_LINKS",
+                    "CARGO_CRATE_NAME",
+                    "CARGO_BIN_NAME",
+                    "CARGO_PRIMARY_PACKAGE",
+                    "CARGO_TARGET_TMPDIR",
+                    "CARGO_RUSTC_CURRENT_DIR",
+                    "OUT_DIR",
+                ]
+                .contains(&name)
+        });
+        if set_by_cargo {
+            command.env_remove(name);
+        }
+    }
+    let built = command
         .args([
             "build",
             "--quiet",
