@@ -30,7 +30,9 @@ pub(super) fn package_name(dir: &std::path::Path) -> Result<String, Error> {
 pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
     let cargo = find_tool(Language::Rust, "cargo", INSTALL_CARGO)?;
     // A toolchain file names the compiler and the wasm target: rustup
-    // installs what is missing (newer rustups no longer do it on their own).
+    // installs what is missing (newer rustups no longer do it on their own),
+    // and only that: a guard's build does not update rustup itself, which
+    // fails where rustup does not live in CARGO_HOME.
     if project.dir.join("rust-toolchain.toml").is_file()
         && let Ok(rustup) = find_tool(Language::Rust, "rustup", INSTALL_CARGO)
     {
@@ -38,7 +40,7 @@ pub(super) fn build(project: &Project) -> Result<Vec<u8>, Error> {
             Language::Rust,
             "rustup toolchain install",
             Command::new(rustup)
-                .args(["toolchain", "install"])
+                .args(["toolchain", "install", "--no-self-update"])
                 .current_dir(&project.dir),
         )?;
     }
