@@ -125,8 +125,13 @@ fn check_names_the_toolchain_that_built_a_plugin() {
     let text = stdout(&out);
     // The guest profile strips rustc's own producers entry; the
     // component tools' remain (in the order the component records them).
-    let built_with = text.lines().find(|line| line.trim_start().starts_with("built with:"));
-    assert!(built_with.is_some_and(|line| line.contains("wit-component ")), "{text}");
+    let built_with = text
+        .lines()
+        .find(|line| line.trim_start().starts_with("built with:"));
+    assert!(
+        built_with.is_some_and(|line| line.contains("wit-component ")),
+        "{text}"
+    );
 }
 
 #[test]
