@@ -4,6 +4,7 @@
 //! code. The mappings are `hookbox_agents`'.
 
 use std::io::{Read, Write};
+use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use hookbox::{Outcome, StepEvent};
@@ -34,11 +35,25 @@ pub(crate) fn run<P: Protocol>(args: &HookArgs, options: &Options) -> ExitCode {
             if let Some(event) = event {
                 input = P::name_event(&input, event);
             }
-            handle::<P>(&input, options, |session, event| {
-                decide::<P>(
-                    args,
-                    scoped(session, args.session.as_deref()).as_ref(),
-                    event,
+            // A panic anywhere under the answer (a hookbox bug) is the
+            // event's block, not exit 101, which most agents read as "go
+            // ahead".
+            std::panic::catch_unwind(AssertUnwindSafe(|| {
+                handle::<P>(&input, options, |session, event| {
+                    decide::<P>(
+                        args,
+                        scoped(session, args.session.as_deref()).as_ref(),
+                        event,
+                    )
+                })
+            }))
+            .unwrap_or_else(|panic| {
+                P::unreadable(
+                    &input,
+                    &format!(
+                        "hookbox: blocked: hookbox failed while deciding ({}); this is a bug in hookbox, please report it",
+                        panic_message(panic.as_ref())
+                    ),
                 )
             })
         }
@@ -50,6 +65,15 @@ pub(crate) fn run<P: Protocol>(args: &HookArgs, options: &Options) -> ExitCode {
         let _ = writeln!(std::io::stderr().lock(), "{note}");
     }
     ExitCode::from(reply.exit_code)
+}
+
+/// What a panic said, if it said it as text.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic")
 }
 
 /// The session a call belongs to: the input's own, else the one `--session`
@@ -82,6 +106,7 @@ fn decide<P: Protocol>(
     .map_err(|e| format!("{e:#}"))?;
     let loaded_at = std::time::SystemTime::now();
     let loaded = hookbox::directory::load(&runtime, &args.dir).map_err(|e| e.to_string())?;
+    fault_injected();
     let unavailable = |e: StoreError| {
         tracing::warn!("session state unavailable: {e}");
         Unasked::from(e)
@@ -164,5 +189,20 @@ pub(crate) fn answer(agent: Agent, args: &HookArgs) -> ExitCode {
         Agent::Cline => run::<hookbox_agents::cline::Cline>(args, &options),
         Agent::Windsurf => run::<hookbox_agents::windsurf::Windsurf>(args, &options),
         Agent::Opencode => run::<hookbox_agents::opencode::OpenCode>(args, &options),
+    }
+}
+
+/// In debug builds only, `HOOKBOX_TEST_FAULT=panic` makes a decision panic
+/// and `HOOKBOX_TEST_FAULT=hang` makes it never end, once the plugins have
+/// loaded: how the tests show what an agent reads when `hookbox hook`
+/// fails inside or is killed. Release builds have no such switch.
+fn fault_injected() {
+    #[cfg(debug_assertions)]
+    match std::env::var("HOOKBOX_TEST_FAULT").as_deref() {
+        Ok("panic") => panic!("HOOKBOX_TEST_FAULT=panic"),
+        Ok("hang") => loop {
+            std::thread::park();
+        },
+        _ => {}
     }
 }

@@ -16,6 +16,15 @@ const CLAUDE_CODE_EVENTS: [&str; 5] = [
     "PostToolUseFailure",
     "UserPromptSubmit",
 ];
+/// Windsurf's: the events `hookbox_agents::windsurf` maps.
+const WINDSURF_EVENTS: [&str; 6] = [
+    "pre_run_command",
+    "pre_read_code",
+    "pre_write_code",
+    "pre_mcp_tool_use",
+    "pre_user_prompt",
+    "post_mcp_tool_use",
+];
 const CODEX_EVENTS: [&str; 4] = [
     "PreToolUse",
     "PermissionRequest",
@@ -53,8 +62,9 @@ pub(crate) fn print_config(
         "claude-code" => Ok((claude_code(&command), CLAUDE_CODE_STEPS.to_owned())),
         "codex" => Ok((codex(&command), CODEX_STEPS.to_owned())),
         "opencode" => Ok((opencode(&argv)?, OPENCODE_STEPS.to_owned())),
+        "windsurf" => Ok((windsurf(&command), WINDSURF_STEPS.to_owned())),
         other => bail!(
-            "--print-config knows claude-code, codex and opencode; for {other}, the README's agent table shows the configuration"
+            "--print-config knows claude-code, codex, opencode and windsurf; for {other}, the README's agent table shows the configuration"
         ),
     }
 }
@@ -107,6 +117,32 @@ For a one-off headless run whose hooks you checked yourself,
 `codex exec --dangerously-bypass-hook-trust` runs them untrusted.
 hookbox answers only with the fields Codex knows: Codex counts an unknown
 field as a failed hook and runs the tool.";
+
+/// Windsurf reads nothing but the exit code: 2 blocks, anything else lets
+/// the action run, a crash (101), a kill (137) or a missing binary (127)
+/// too. So `command` runs inside a shell line that turns every end but 0
+/// and 2 into 2, saying why on stderr (which Cascade shows its agent).
+fn windsurf(command: &str) -> String {
+    let guarded = format!(
+        "{command} || {{ s=$?; [ \"$s\" -eq 2 ] || echo \"hookbox ended abnormally (exit $s): the action is blocked\" >&2; exit 2; }}"
+    );
+    let mut hooks = serde_json::Map::new();
+    for event in WINDSURF_EVENTS {
+        hooks.insert(
+            event.to_owned(),
+            json!([{"command": guarded, "show_output": true}]),
+        );
+    }
+    serde_json::to_string_pretty(&json!({"hooks": hooks})).unwrap_or_default()
+}
+
+const WINDSURF_STEPS: &str = "\
+Put the \"hooks\" above in .windsurf/hooks.json (this workspace),
+~/.codeium/windsurf/hooks.json (every workspace) or the system's hooks.json,
+merged with any hooks already there. Cascade reads only a hook's exit code,
+and runs the action on any code but 2: the command above turns every
+abnormal end of hookbox (a crash, a kill, a missing binary) into 2, the
+block. It is a POSIX shell line (macOS, Linux, WSL).";
 
 /// hookbox's OpenCode plugin, running `argv`.
 fn opencode(argv: &[String]) -> Result<String> {

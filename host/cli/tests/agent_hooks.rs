@@ -460,5 +460,172 @@ fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("knows claude-code, codex and opencode"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("knows claude-code, codex, opencode and windsurf"));
+}
+
+/// A hook's answer with the reasons hookbox wrote taken out: its exit code
+/// and its stdout (JSON where it is), every text naming hookbox replaced.
+fn answer_shape(out: &std::process::Output) -> (Option<i32>, Value) {
+    fn without_reasons(value: Value) -> Value {
+        match value {
+            Value::String(text) if text.contains("hookbox") => Value::String("<reason>".into()),
+            Value::Array(items) => Value::Array(items.into_iter().map(without_reasons).collect()),
+            Value::Object(fields) => Value::Object(
+                fields
+                    .into_iter()
+                    .map(|(key, value)| (key, without_reasons(value)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = serde_json::from_str(&stdout)
+        .map(without_reasons)
+        .unwrap_or_else(|_| Value::String(stdout.trim().to_owned()));
+    (out.status.code(), stdout)
+}
+
+#[test]
+fn a_panic_inside_hookbox_hook_is_each_agents_block() {
+    let good = plugin_dir("panic");
+    let broken = scratch("panic-broken", "[[plugin]]\nfile = \"guard.wasm\"\n", &[]);
+    std::fs::write(broken.join("guard.wasm"), b"not a component").unwrap();
+    for fixture in [
+        "claude-code/pre-tool-use-allowed.json",
+        "codex/pre-tool-use-allowed.json",
+        "gemini/before-tool-mcp.json",
+        "cursor/pre-tool-use-allowed.json",
+        "copilot/pre-tool-use-allowed.json",
+        "cline/pre-tool-use-allowed.json",
+        "windsurf/pre-run-command-allowed.json",
+        "opencode/before-bash-allowed.json",
+    ] {
+        let case: Value =
+            serde_json::from_str(&std::fs::read_to_string(data().join(fixture)).unwrap()).unwrap();
+        let input = match &case["input"] {
+            Value::String(raw) => raw.clone(),
+            value => value.to_string(),
+        };
+        let agent = fixture.split('/').next().unwrap();
+        let mut args = vec![agent];
+        if let Some(event) = case["event"].as_str() {
+            args.extend(["--event", event]);
+        }
+        // The stack failing closed: the event's own block.
+        let blocked = hook_with(&broken, &args, input.as_bytes());
+        // hookbox itself failing inside the decision.
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+        command
+            .arg("hook")
+            .args(&args)
+            .arg("--plugins")
+            .arg(&good)
+            .env("HOOKBOX_TEST_FAULT", "panic")
+            .env("RUST_BACKTRACE", "0");
+        let panicked = run_hook(command, &good, input.as_bytes());
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&panicked.stdout),
+            String::from_utf8_lossy(&panicked.stderr)
+        );
+        assert!(
+            said.contains("hookbox failed while deciding (HOOKBOX_TEST_FAULT=panic)"),
+            "{fixture}: {said}"
+        );
+        assert_ne!(panicked.status.code(), Some(101), "{fixture}: {said}");
+        assert_eq!(
+            answer_shape(&panicked),
+            answer_shape(&blocked),
+            "{fixture}: a panic is answered as the stack failing closed is"
+        );
+    }
+}
+
+/// Windsurf reads only the exit code, and runs the action on any but 2:
+/// the printed configuration's command blocks when hookbox blocks, lets
+/// through what hookbox lets through, and blocks when hookbox is killed
+/// mid-decision or is not there at all.
+#[test]
+fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
+    let dir = plugin_dir("windsurf-config").canonicalize().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["hook", "windsurf", "--print-config", "--plugins"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let config: Value = serde_json::from_slice(&out.stdout).expect("Windsurf reads JSON");
+    assert!(String::from_utf8_lossy(&out.stderr).contains(".windsurf/hooks.json"));
+    let hooks = config["hooks"].as_object().unwrap();
+    for event in [
+        "pre_run_command",
+        "pre_read_code",
+        "pre_write_code",
+        "pre_mcp_tool_use",
+        "pre_user_prompt",
+        "post_mcp_tool_use",
+    ] {
+        assert!(hooks.contains_key(event), "{event}: {config}");
+    }
+    let command = hooks["pre_run_command"][0]["command"].as_str().unwrap();
+    assert!(command.contains("hook windsurf --plugins"), "{command}");
+    let input = |fixture: &str| {
+        let case: Value = serde_json::from_str(
+            &std::fs::read_to_string(data().join("windsurf").join(fixture)).unwrap(),
+        )
+        .unwrap();
+        case["input"].to_string()
+    };
+    let shell = |command: &str| {
+        let mut shell = Command::new("sh");
+        shell.args(["-c", command]);
+        shell
+    };
+
+    let denied = run_hook(shell(command), &dir, input("pre-run-command-denied.json").as_bytes());
+    assert_eq!(denied.status.code(), Some(2), "hookbox's own block");
+    let allowed = input("pre-run-command-allowed.json");
+    let out = run_hook(shell(command), &dir, allowed.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Killed while it decides.
+    let mut child = shell(command)
+        .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
+        .env("HOOKBOX_STATE_DIR", dir.join(".state"))
+        .env("HOOKBOX_TEST_FAULT", "hang")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(allowed.as_bytes()).unwrap();
+    let shell_pid = child.id().to_string();
+    let started = std::time::Instant::now();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let killed = Command::new("pkill")
+            .args(["-KILL", "-P", &shell_pid])
+            .status()
+            .unwrap();
+        if killed.success() {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "hookbox never started under the shell"
+        );
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "a killed hookbox blocks: {stderr}");
+    assert!(stderr.contains("ended abnormally (exit 137)"), "{stderr}");
+
+    // Not there.
+    let exe = Path::new(env!("CARGO_BIN_EXE_hookbox")).canonicalize().unwrap();
+    let missing = command.replacen(&*exe.to_string_lossy(), "/nonexistent/hookbox", 1);
+    assert_ne!(missing, command, "the command names this hookbox: {command}");
+    let out = run_hook(shell(&missing), &dir, allowed.as_bytes());
+    assert_eq!(out.status.code(), Some(2), "a missing hookbox blocks");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ended abnormally (exit 127)"));
 }
