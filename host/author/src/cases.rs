@@ -170,8 +170,11 @@ impl CaseFile {
 
 fn parse_step(step: Value) -> Result<Step, String> {
     let event = |value: &Value| {
-        serde_json::from_value::<StepEvent>(value.clone())
-            .map_err(|e| format!("`event` is not an event in the README's JSON form: {e}"))
+        serde_json::from_value::<StepEvent>(value.clone()).map_err(|e| {
+            format!(
+                "`event` is not an event in hookbox's JSON form (docs/contract.md#json-forms): {e}"
+            )
+        })
     };
     let mut expect = BTreeMap::new();
     let event = match step {

@@ -54,7 +54,7 @@ pub(crate) fn print_config(
         "codex" => Ok((codex(&command), CODEX_STEPS.to_owned())),
         "opencode" => Ok((opencode(&argv)?, OPENCODE_STEPS.to_owned())),
         other => bail!(
-            "--print-config knows claude-code, codex and opencode; for {other}, the README's agent table shows the configuration"
+            "--print-config knows claude-code, codex and opencode; for {other}, docs/agents.md (\"Configuring an agent\") shows the configuration"
         ),
     }
 }

@@ -246,7 +246,7 @@ impl Server {
             .fallback(|| async {
                 error(
                     StatusCode::NOT_FOUND,
-                    "no such endpoint; see the README's `hookbox serve` section",
+                    "no such endpoint; the routes are listed in hookbox's docs/serve.md",
                 )
             })
             .layer(axum::middleware::from_fn_with_state(
