@@ -1,4 +1,4 @@
-//! Every fail-closed cause (README, "Fail-closed"), each with a real misbehaving
+//! Every fail-closed cause (docs/contract.md#fail-closed), each with a real misbehaving
 //! guest: the run ends with a typed diagnostic naming the plugin and the
 //! cause, and the host stays healthy for the next run.
 

@@ -13,6 +13,8 @@
 //! `cargo xtask compiled-once [--record FILE | --since FILE] DEPS_DIR...`
 //! fails when a library was compiled twice into one of those folders, or
 //! again in place ([`compiled_once`]; CI runs it).
+//! `cargo xtask links` checks the relative links of the repository's
+//! Markdown, anchors too ([`links`]; CI runs it).
 //! Benchmarks: `cargo bench -p hookbox-bench` (BENCHMARKS.md).
 
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use anyhow::{Context, Result, bail};
 use hookbox_tests::guests;
 
 mod compiled_once;
+mod links;
 mod public_api;
 
 fn main() -> Result<()> {
@@ -54,9 +57,10 @@ fn main() -> Result<()> {
         }
         Some("public-api") => public_api::run(root, args.next().as_deref() == Some("--check")),
         Some("compiled-once") => compiled_once::main(root, args),
+        Some("links") => links::run(root),
         Some(other) => {
             bail!(
-                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check], compiled-once [--record FILE | --since FILE] DEPS_DIR..."
+                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check], compiled-once [--record FILE | --since FILE] DEPS_DIR..., links"
             )
         }
     }

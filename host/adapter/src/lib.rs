@@ -1,4 +1,5 @@
-//! What every door of hookbox into an agent loop shares (DESIGN.md §8),
+//! What every door of hookbox into an agent loop shares
+//! (docs/architecture.md#boundary-rules),
 //! so that each door keeps only the mapping into its client's terms:
 //!
 //! - [`Door`]: the guarded session, one run per client session, with the
@@ -19,8 +20,8 @@
 //!   holding up its executor, the caller's span and subscriber carried.
 //!
 //! It is a crate above the core, not a module of it: the core (`hookbox`)
-//! has no async runtime (DESIGN.md §7), and embedders who only run stacks
-//! never compile this. The synchronous doors (the agents' hook protocols,
+//! has no async runtime (docs/architecture.md#layers), and embedders who
+//! only run stacks never compile this. The synchronous doors (the agents' hook protocols,
 //! `hookbox serve`'s runs) use it without the `tokio` feature.
 //!
 //! A guard call is synchronous and may run up to its plugins' deadlines, so

@@ -8,7 +8,7 @@
 //! | a stop: fail-closed, terminate, or the run's end replayed | [`Call::Stop`] with it |
 //! | continue | [`Call::Run`] with the arguments the guards saw |
 //! | rewrite-args to a JSON object | [`Call::Run`] with the rewrite, `rewritten_by` the plugin |
-//! | rewrite-args to other JSON (no client takes it, DESIGN.md §8) | [`Call::Refuse`]: the call does not run, the run goes on |
+//! | rewrite-args to other JSON (no client takes it, docs/architecture.md#rewrites-keep-the-clients-shapes) | [`Call::Refuse`]: the call does not run, the run goes on |
 //! | skip | [`Call::Skip`] with the reason and the arguments the skipping guard saw |
 //!
 //! | the stack answered a tool-result with | [`tool_result`] |
@@ -115,7 +115,7 @@ pub fn tool_call(settled: Result<Decision, Stopped>, asked: String) -> Call {
 }
 
 /// `args`, `by`'s rewrite of a call's arguments, as the JSON object every
-/// client takes (DESIGN.md §8).
+/// client takes (docs/architecture.md#rewrites-keep-the-clients-shapes).
 ///
 /// # Errors
 /// The sentence refusing the call, for a model or a user to read, when the

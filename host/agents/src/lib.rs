@@ -8,7 +8,8 @@
 //! `hookbox-serve` answers over HTTP, [`SessionStore`] keeps run state
 //! between the hook processes of one session.
 //!
-//! Every protocol keeps the rules of DESIGN.md §8: a failure on a step the
+//! Every protocol keeps the boundary rules
+//! (docs/architecture.md#boundary-rules): a failure on a step the
 //! agent lets a hook block is that step's own block, never an error the
 //! agent reads as "go ahead"; events hookbox does not map get no opinion;
 //! a rewritten result keeps the agent's shape or is withheld; a rewrite of

@@ -27,7 +27,7 @@
 //! | `runs` | each run is a fresh run: new instances, empty scratchpads |
 //! | `name` | how failures name the run (default: `run N`) |
 //! | `config` | the guard's settings for this run (a single guard only: a directory's plugins take theirs from `hookbox.toml`) |
-//! | `event` | an event in the JSON form of the README |
+//! | `event` | an event in its JSON form (docs/contract.md#json-forms) |
 //! | `flow` | the net flow in its JSON form, exactly; a run that fails closed is `{"fail_closed": {"plugin": P, "cause": C}}` |
 //! | `plugin` | the plugin that decided (`null`: none did) |
 //! | `logs` | the guests' log lines for this event, `[level, message]` |
@@ -170,8 +170,11 @@ impl CaseFile {
 
 fn parse_step(step: Value) -> Result<Step, String> {
     let event = |value: &Value| {
-        serde_json::from_value::<StepEvent>(value.clone())
-            .map_err(|e| format!("`event` is not an event in the README's JSON form: {e}"))
+        serde_json::from_value::<StepEvent>(value.clone()).map_err(|e| {
+            format!(
+                "`event` is not an event in hookbox's JSON form (docs/contract.md#json-forms): {e}"
+            )
+        })
     };
     let mut expect = BTreeMap::new();
     let event = match step {

@@ -64,7 +64,7 @@ pub(crate) fn print_config(
         "opencode" => Ok((opencode(&argv)?, OPENCODE_STEPS.to_owned())),
         "windsurf" => Ok((windsurf(&command), WINDSURF_STEPS.to_owned())),
         other => bail!(
-            "--print-config knows claude-code, codex, opencode and windsurf; for {other}, the README's agent table shows the configuration"
+            "--print-config knows claude-code, codex, opencode and windsurf; for {other}, docs/agents.md (\"Configuring an agent\") shows the configuration"
         ),
     }
 }

@@ -105,7 +105,7 @@ struct HookArgs {
 #[derive(Subcommand)]
 enum Command {
     /// Serve a plugin directory over HTTP/JSON: runs, events, status,
-    /// metrics, Claude Code's HTTP hook (see the README's `hookbox serve`).
+    /// metrics, Claude Code's HTTP hook (see docs/serve.md).
     /// Reloads on change. Clients show a bearer token of
     /// $HOOKBOX_SERVE_TOKENS (comma-separated, one per client); required
     /// unless listening on loopback.
@@ -196,7 +196,7 @@ enum Command {
     /// Guard an MCP server: speaks MCP on stdio to the client and starts
     /// COMMAND as the server (or reaches the one at --upstream URL). Every tools/call and its result pass through
     /// the plugin directory's stack; every other message passes through
-    /// byte for byte (see the README's `hookbox mcp`). Exits with the
+    /// byte for byte (see docs/mcp.md). Exits with the
     /// server's exit code.
     Mcp {
         /// The plugin directory.
@@ -495,7 +495,7 @@ impl BrowserArgs {
 #[derive(clap::Args)]
 pub(crate) struct DecisionLogArgs {
     /// Append a JSON line per decision other than continue, and per
-    /// failure, to FILE (`-`: stdout); see the README's "Decision logs".
+    /// failure, to FILE (`-`: stdout); see docs/observability.md#decision-logs.
     /// Never slows a decision: records the sink cannot take are dropped
     /// and counted.
     #[arg(long = "decision-log", value_name = "FILE")]

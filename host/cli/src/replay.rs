@@ -149,7 +149,7 @@ fn read_events(path: &Path) -> Result<Vec<StepEvent>> {
         }
         let event = serde_json::from_str(trimmed).with_context(|| {
             format!(
-                "{name}:{}: not an event in the JSON form of the README",
+                "{name}:{}: not an event in hookbox's JSON form (docs/contract.md#json-forms)",
                 index + 1
             )
         })?;

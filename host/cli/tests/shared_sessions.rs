@@ -292,7 +292,7 @@ impl Balancer {
     }
 }
 
-/// The configuration the README shows, on the ports given.
+/// The configuration docs/serve.md shows, on the ports given.
 fn haproxy_config(port: u16, servers: &[u16]) -> String {
     let mut config = format!(
         "global\n    maxconn 1024\n\ndefaults\n    mode http\n    timeout connect 2s\n    timeout client 60s\n    timeout server 60s\n    retries 3\n    option redispatch\n\nfrontend hooks\n    bind 127.0.0.1:{port}\n    default_backend hookbox\n\nbackend hookbox\n    balance roundrobin\n    option httpchk GET /healthz\n"

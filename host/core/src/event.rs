@@ -2,7 +2,7 @@
 //!
 //! These types are both the native Rust API and the wire types: they derive
 //! the component model's `Lower`/`Lift` (field names as in `wit/hook.wit`)
-//! and serde (the JSON forms in the README), so an event crosses into a
+//! and serde (the JSON forms, docs/contract.md#json-forms), so an event crosses into a
 //! guest without a conversion or a JSON round trip.
 
 use serde::{Deserialize, Serialize};

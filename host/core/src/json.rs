@@ -262,8 +262,9 @@ pub fn is_json_object(text: &str) -> bool {
 }
 
 /// `args`, a guard's rewrite of a call's arguments, as the object every
-/// agent and protocol needs (DESIGN.md §8); `None` when it is anything
-/// else, which each door refuses in its own terms.
+/// agent and protocol needs
+/// (docs/architecture.md#rewrites-keep-the-clients-shapes); `None` when it
+/// is anything else, which each door refuses in its own terms.
 pub fn args_object(args: &str) -> Option<serde_json::Value> {
     serde_json::from_str::<serde_json::Value>(args)
         .ok()

@@ -361,13 +361,17 @@ mod tests {
     }
 
     #[test]
-    fn the_readme_and_module_examples_parse() {
-        let readme = include_str!("../../../README.md");
-        let start = readme.find("```toml\n").expect("a toml block") + "```toml\n".len();
-        let end = start + readme[start..].find("```").unwrap();
-        let manifest = Manifest::parse(&readme[start..end]).unwrap();
-        assert_eq!(manifest.plugins.len(), 2);
-        assert!(!manifest.plugins[1].required);
+    fn the_documented_and_module_examples_parse() {
+        for page in [
+            include_str!("../../../README.md"),
+            include_str!("../../../docs/plugins.md"),
+        ] {
+            let start = page.find("```toml\n").expect("a toml block") + "```toml\n".len();
+            let end = start + page[start..].find("```").unwrap();
+            let manifest = Manifest::parse(&page[start..end]).unwrap();
+            assert_eq!(manifest.plugins.len(), 2);
+            assert!(manifest.plugins[0].required && !manifest.plugins[1].required);
+        }
 
         let docs: String = include_str!("manifest.rs")
             .lines()

@@ -124,7 +124,7 @@ impl Plugin {
         if !bytes.starts_with(b"\0asm") {
             return Err(load_error(
                 LoadPhase::Compile,
-                "not a WebAssembly binary (it does not start with `\\0asm`): a plugin is a component, built as the README's \"Write a guard\" says".into(),
+                "not a WebAssembly binary (it does not start with `\\0asm`): a plugin is a component, built with `hookbox new` and `hookbox build` as docs/guards.md says".into(),
             ));
         }
         if is_core_module(bytes) {

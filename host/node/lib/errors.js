@@ -16,7 +16,8 @@ export class HookboxError extends Error {
 export class LoadError extends HookboxError {}
 
 /**
- * Input that is not an event in hookbox's JSON form (DESIGN.md §6), or
+ * Input that is not an event in hookbox's JSON form
+ * (docs/contract.md#json-forms), or
  * that cannot be written as JSON. Nothing was asked.
  */
 export class InvalidEvent extends HookboxError {}

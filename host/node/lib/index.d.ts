@@ -18,7 +18,7 @@ export interface Message {
 /** A tool call's arguments: an object, or JSON object text. */
 export type Args = Record<string, unknown> | string;
 
-/** The events a run's guards are asked about, in hookbox's JSON form (DESIGN.md §6). */
+/** The events a run's guards are asked about, in hookbox's JSON form (docs/contract.md#json-forms). */
 export type Event =
   | { event: 'completion-call'; prompt: string; history?: Message[]; turn?: number }
   | { event: 'model-turn-finished'; turn: number; content: string; usage?: { input_tokens: number; output_tokens: number } }

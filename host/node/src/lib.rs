@@ -9,7 +9,7 @@
 //! | `Stack.fromDirectory(dir)` | [`Stack::from_directory`] | [`binding::Stack::directory`]: hot-reloaded, each run pinned to the snapshot it started on |
 //! | `Stack.fromFiles(paths)` | [`Stack::from_files`] | [`binding::Stack::files`] |
 //! | `stack.startRun()` | [`Stack::start_run`] | [`binding::Stack::start_run`] |
-//! | `await run.send(event)` | [`Run::send`] | [`hookbox_adapter::Session::send`]; the outcome in its JSON form (DESIGN.md §6) |
+//! | `await run.send(event)` | [`Run::send`] | [`hookbox_adapter::Session::send`]; the outcome in its JSON form (docs/contract.md#json-forms) |
 //! | `await run.toolCall(...)` | [`Run::tool_call`] | [`hookbox_adapter::Session::tool_call`] |
 //! | `await run.toolResult(...)` | [`Run::tool_result`] | [`hookbox_adapter::Session::tool_result`] |
 //! | `await run.completionCall(...)` | [`Run::completion_call`] | [`hookbox_adapter::Session::completion_call`] |
@@ -266,8 +266,8 @@ impl<T: ToNapiValue + TypeName + Send + 'static> Task for Ask<T> {
 #[napi]
 pub struct Run(Arc<binding::Run>);
 
-/// What the stack decided about an event, in the JSON form of DESIGN.md
-/// §6 (a fail-closed carries `fail_closed`).
+/// What the stack decided about an event, in its JSON form
+/// (docs/contract.md#json-forms; a fail-closed carries `fail_closed`).
 fn send(run: &binding::Run, event: &str) -> std::result::Result<String, String> {
     let event: StepEvent = serde_json::from_str(event)
         .map_err(|e| format!("not an event in hookbox's JSON form: {e}"))?;
@@ -322,7 +322,7 @@ fn completion_call(
 #[napi]
 impl Run {
     /// Asks the run's guards about `event`, JSON text in the form of
-    /// DESIGN.md §6; resolves to the outcome's JSON text.
+    /// docs/contract.md#json-forms; resolves to the outcome's JSON text.
     #[napi(ts_return_type = "Promise<string>")]
     pub fn send(&self, event: String) -> AsyncTask<Ask<String>> {
         let run = self.0.clone();

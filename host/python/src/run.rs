@@ -4,7 +4,7 @@
 //!
 //! | method | asks the stack about | answers | raises |
 //! |---|---|---|---|
-//! | `send(event)` | any event, in the JSON form of DESIGN.md §6 (a dict, or its JSON text) | a `Decision` (a terminate too: the run is then over) | `FailedClosed`; `InvalidEvent` for input that is no event |
+//! | `send(event)` | any event, in its JSON form (docs/contract.md#json-forms; a dict, or its JSON text) | a `Decision` (a terminate too: the run is then over) | `FailedClosed`; `InvalidEvent` for input that is no event |
 //! | `tool_call(name, args)` | a tool-call | `ToolCallVerdict`: `run` (with the arguments to run with), `skip` (answer the reason instead), `refuse` (a rewrite no client takes: do not run it, the run goes on) | `FailedClosed`, `Terminated` |
 //! | `tool_result(name, args, result)` | a tool-result | `ToolResultVerdict`: `keep`, or `replace` with the text | `FailedClosed`, `Terminated` |
 //! | `completion_call(prompt, messages, turn)` | a completion-call | `RequestVerdict`: `continue`, or `patch` (its fields, and the system text it makes) | `FailedClosed`, `Terminated` |
@@ -51,7 +51,8 @@ fn json_text(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<S
 #[pymethods]
 impl Run {
     /// Asks the run's guards about `event`: a dict in the JSON form of
-    /// DESIGN.md §6 (`{"event": "tool-call", "tool_name": ..., "args": ...}`,
+    /// docs/contract.md#json-forms
+    /// (`{"event": "tool-call", "tool_name": ..., "args": ...}`,
     /// a `hookbox.events` TypedDict), or its JSON text.
     fn send(&self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Decision> {
         let event: StepEvent = if let Ok(text) = event.cast::<PyString>() {
@@ -272,7 +273,7 @@ impl Decision {
         )?)
     }
 
-    /// The decision in its JSON form (DESIGN.md §6), as a dict.
+    /// The decision in its JSON form (docs/contract.md#json-forms), as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         let json = hookbox::outcome_json(&Ok(self.0.clone()));
         Ok(pythonize::pythonize(py, &json)?)

@@ -1,5 +1,7 @@
 //! The tool loop: one model turn after another, the stack consulted at every
-//! step, each flow honoured exactly (DESIGN.md §1, §5).
+//! step, each flow honoured exactly
+//! (docs/contract.md#events-and-the-flows-they-honour,
+//! docs/runner.md#flows-at-each-step).
 //!
 //! One iteration:
 //! 1. `completion-call`: the merged patch shapes this turn's request only.

@@ -5,7 +5,7 @@
 //! | method and path | what |
 //! |---|---|
 //! | `POST /runs` | starts a run on the current stack snapshot: `{"run_id": "..."}` (201) |
-//! | `POST /runs/{id}/events` | one event in the JSON form of the README → the net flow, with `plugin` and, when the run failed closed, `fail_closed` |
+//! | `POST /runs/{id}/events` | one event in its JSON form (docs/contract.md#json-forms) → the net flow, with `plugin` and, when the run failed closed, `fail_closed` |
 //! | `DELETE /runs/{id}` | ends a run (204) |
 //! | `GET /healthz` | `ok` |
 //! | `GET /status` | the live stack: generation, plugins (mode, digest, what shadows would have done), load errors, live runs |
@@ -246,7 +246,7 @@ impl Server {
             .fallback(|| async {
                 error(
                     StatusCode::NOT_FOUND,
-                    "no such endpoint; see the README's `hookbox serve` section",
+                    "no such endpoint; the routes are listed in hookbox's docs/serve.md",
                 )
             })
             .layer(axum::middleware::from_fn_with_state(

@@ -1,5 +1,6 @@
 //! Where in a tool result a secret can sit, keeping the result's shape
-//! (DESIGN.md §8: the agent puts a rewritten document back in place of the
+//! (docs/architecture.md#rewrites-keep-the-clients-shapes: the agent puts a
+//! rewritten document back in place of the
 //! tool's output):
 //!
 //! | where | redacted |

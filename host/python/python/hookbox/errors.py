@@ -14,7 +14,8 @@ class LoadError(HookboxError):
 
 
 class InvalidEvent(HookboxError, ValueError):
-    """Input that is not an event in hookbox's JSON form (DESIGN.md §6), or
+    """Input that is not an event in hookbox's JSON form
+    (docs/contract.md#json-forms), or
     that cannot be written as JSON. Nothing was asked."""
 
 

@@ -1,5 +1,5 @@
 """The events a run's guards are asked about, in hookbox's JSON form
-(DESIGN.md §6), as TypedDicts: `ToolCall(event="tool-call", tool_name="shell",
+(docs/contract.md#json-forms), as TypedDicts: `ToolCall(event="tool-call", tool_name="shell",
 args={"cmd": "ls"})` is the dict `Run.send` takes. `args` may be a dict or
 JSON object text."""
 
