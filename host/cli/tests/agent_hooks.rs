@@ -460,7 +460,10 @@ fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("knows claude-code, codex, opencode and windsurf"));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("knows claude-code, codex, opencode and windsurf")
+    );
 }
 
 /// A hook's answer with the reasons hookbox wrote taken out: its exit code
@@ -554,7 +557,11 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
         .arg(&dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let config: Value = serde_json::from_slice(&out.stdout).expect("Windsurf reads JSON");
     assert!(String::from_utf8_lossy(&out.stderr).contains(".windsurf/hooks.json"));
     let hooks = config["hooks"].as_object().unwrap();
@@ -583,11 +590,20 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
         shell
     };
 
-    let denied = run_hook(shell(command), &dir, input("pre-run-command-denied.json").as_bytes());
+    let denied = run_hook(
+        shell(command),
+        &dir,
+        input("pre-run-command-denied.json").as_bytes(),
+    );
     assert_eq!(denied.status.code(), Some(2), "hookbox's own block");
     let allowed = input("pre-run-command-allowed.json");
     let out = run_hook(shell(command), &dir, allowed.as_bytes());
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     // Killed while it decides.
     let mut child = shell(command)
@@ -599,7 +615,12 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(allowed.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(allowed.as_bytes())
+        .unwrap();
     let shell_pid = child.id().to_string();
     let started = std::time::Instant::now();
     loop {
@@ -618,13 +639,22 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
     }
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "a killed hookbox blocks: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a killed hookbox blocks: {stderr}"
+    );
     assert!(stderr.contains("ended abnormally (exit 137)"), "{stderr}");
 
     // Not there.
-    let exe = Path::new(env!("CARGO_BIN_EXE_hookbox")).canonicalize().unwrap();
+    let exe = Path::new(env!("CARGO_BIN_EXE_hookbox"))
+        .canonicalize()
+        .unwrap();
     let missing = command.replacen(&*exe.to_string_lossy(), "/nonexistent/hookbox", 1);
-    assert_ne!(missing, command, "the command names this hookbox: {command}");
+    assert_ne!(
+        missing, command,
+        "the command names this hookbox: {command}"
+    );
     let out = run_hook(shell(&missing), &dir, allowed.as_bytes());
     assert_eq!(out.status.code(), Some(2), "a missing hookbox blocks");
     assert!(String::from_utf8_lossy(&out.stderr).contains("ended abnormally (exit 127)"));
