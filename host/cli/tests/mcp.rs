@@ -409,14 +409,26 @@ fn denied_by_policy(saw: &Value, mode: &str) {
     );
 }
 
-/// tests/mcp/rmcp-server, built (cargo has it fresh after a workspace
-/// build: this is then a no-op).
+/// tests/mcp/rmcp-server: where `HOOKBOX_RMCP_SERVER` says it was built
+/// (CI builds it before the tests run: cargo takes the target directory
+/// even to find a build fresh, and waits for whatever else builds there),
+/// else built here (cargo has it fresh after a workspace build: this is
+/// then a no-op).
 ///
 /// Without what cargo sets for this test (`CARGO_MANIFEST_DIR`,
 /// `CARGO_PKG_*`, `OUT_DIR` ...): build scripts that read those (ring's
 /// does) would see them changed, run again, and rebuild their crates in the
 /// workspace's target directory for this build and again for the next.
 fn rmcp_server() -> String {
+    if let Some(built) = std::env::var_os("HOOKBOX_RMCP_SERVER") {
+        let built = std::path::PathBuf::from(built);
+        assert!(
+            built.is_file(),
+            "HOOKBOX_RMCP_SERVER names {}, which is not there: build it (cargo build -p hookbox-rmcp-server) or unset it",
+            built.display()
+        );
+        return built.to_string_lossy().into_owned();
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     for (name, _) in std::env::vars_os() {
