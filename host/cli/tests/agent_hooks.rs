@@ -374,6 +374,25 @@ fn claude_code_by_its_older_name_still_works() {
     );
 }
 
+/// What `hookbox hook AGENT --plugins DIR --print-config` prints: the
+/// configuration (stdout) and the steps around it (stderr).
+fn printed_config(agent: &str, dir: &Path) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["hook", agent, "--print-config", "--plugins"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{agent}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
 /// `--print-config`: the configuration printed for Codex and Claude Code
 /// is what each reads (TOML tables, JSON settings), hooks every guarded
 /// event with this hookbox and this directory, and the command in it,
@@ -383,22 +402,7 @@ fn claude_code_by_its_older_name_still_works() {
 fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
     let dir = plugin_dir("print-config");
     let dir = dir.canonicalize().unwrap();
-    let print = |agent: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-            .args(["hook", agent, "--print-config", "--plugins"])
-            .arg(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        (
-            String::from_utf8(out.stdout).unwrap(),
-            String::from_utf8(out.stderr).unwrap(),
-        )
-    };
+    let print = |agent: &str| printed_config(agent, &dir);
     let fixture: Value = serde_json::from_str(
         &std::fs::read_to_string(data().join("codex/pre-tool-use-denied.json")).unwrap(),
     )
@@ -552,18 +556,9 @@ fn a_panic_inside_hookbox_hook_is_each_agents_block() {
 #[test]
 fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
     let dir = plugin_dir("windsurf-config").canonicalize().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["hook", "windsurf", "--print-config", "--plugins"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let config: Value = serde_json::from_slice(&out.stdout).expect("Windsurf reads JSON");
-    assert!(String::from_utf8_lossy(&out.stderr).contains(".windsurf/hooks.json"));
+    let (config, steps) = printed_config("windsurf", &dir);
+    let config: Value = serde_json::from_str(&config).expect("Windsurf reads JSON");
+    assert!(steps.contains(".windsurf/hooks.json"), "{steps}");
     let hooks = config["hooks"].as_object().unwrap();
     for event in [
         "pre_run_command",
