@@ -152,22 +152,33 @@ fn hook(dir: &Path, agent: &str, input: &[u8]) -> std::process::Output {
 }
 
 fn hook_with(dir: &Path, args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
-    command.arg("hook").args(args).arg("--plugins").arg(dir);
-    run_hook(command, dir, input)
+    run_hook(hook_command(dir, args), dir, input)
 }
 
-/// Runs `command` as an agent runs a hook: `input` on stdin, its caches
-/// and session state kept inside `dir`.
-fn run_hook(mut command: Command, dir: &Path, input: &[u8]) -> std::process::Output {
-    let mut child = command
+/// `hookbox hook ARGS --plugins DIR`, not started.
+fn hook_command(dir: &Path, args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+    command.arg("hook").args(args).arg("--plugins").arg(dir);
+    command
+}
+
+/// Starts `command` as an agent starts a hook: its caches and session
+/// state kept inside `dir`, stdin, stdout and stderr piped.
+fn spawn_hook(mut command: Command, dir: &Path) -> std::process::Child {
+    command
         .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
         .env("HOOKBOX_STATE_DIR", dir.join(".state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs `command` as an agent runs a hook: `input` on stdin, its caches
+/// and session state kept inside `dir`.
+fn run_hook(command: Command, dir: &Path, input: &[u8]) -> std::process::Output {
+    let mut child = spawn_hook(command, dir);
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     // Written from another thread: a large input must not deadlock against
@@ -522,12 +533,8 @@ fn a_panic_inside_hookbox_hook_is_each_agents_block() {
         // The stack failing closed: the event's own block.
         let blocked = hook_with(&broken, &args, input.as_bytes());
         // hookbox itself failing inside the decision.
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+        let mut command = hook_command(&good, &args);
         command
-            .arg("hook")
-            .args(&args)
-            .arg("--plugins")
-            .arg(&good)
             .env("HOOKBOX_TEST_FAULT", "panic")
             .env("RUST_BACKTRACE", "0");
         let panicked = run_hook(command, &good, input.as_bytes());
@@ -601,15 +608,9 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
     );
 
     // Killed while it decides.
-    let mut child = shell(command)
-        .env("HOOKBOX_CACHE_DIR", dir.join(".cache"))
-        .env("HOOKBOX_STATE_DIR", dir.join(".state"))
-        .env("HOOKBOX_TEST_FAULT", "hang")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut hanging = shell(command);
+    hanging.env("HOOKBOX_TEST_FAULT", "hang");
+    let mut child = spawn_hook(hanging, &dir);
     child
         .stdin
         .take()
