@@ -6,23 +6,22 @@
 //! | stack from a directory | [`Stack::directory`] | [`StackSource::watch`] (hot-reloaded, each run pinned to its snapshot), or [`hookbox::directory::load`] once |
 //! | stack from files | [`Stack::files`] | [`Plugin::from_file`] into one fixed [`HookStack`], each plugin named for its file stem |
 //! | the runtime | [`shared_runtime`] | one per `max_instances` setting in the process |
-//! | start a run | [`Stack::start_run`] | a [`Session`] on the newest snapshot |
-//! | a run's events | [`Run::with`] | the open session; a closed run fails closed naming the host |
+//! | start a run | [`Stack::start_run`] | a [`Door`] on the newest snapshot |
+//! | a run's events | [`Run::door`] | its door: once closed, an ended run gives its end again, any other fails closed naming the host |
 //! | a tool call's verdict | [`CallAnswer`] | [`Call`], flattened to `run` / `skip` / `refuse` |
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use hookbox::watch::{Snapshot, StackSource};
 use hookbox::{
-    Cause, Error, FailClosed, HookStack, LoadError, LoadPhase, Plugin, PluginOptions, Runtime,
-    RuntimeConfig,
+    Error, HookStack, LoadError, LoadPhase, Plugin, PluginOptions, Runtime, RuntimeConfig,
 };
 
-use crate::session::Session;
+use crate::door::Door;
 use crate::verdict::Call;
 
 /// The process's runtime for `max_instances` (`None`: the default): stacks
@@ -160,12 +159,7 @@ impl Stack {
         });
         let snapshot = self.source.snapshot();
         Run {
-            session: RwLock::new(Some(Session::open(
-                &snapshot.stack,
-                snapshot.generation,
-                run_id.clone(),
-            ))),
-            run_id,
+            door: Door::open(&snapshot.stack, run_id),
             generation: snapshot.generation,
         }
     }
@@ -237,41 +231,26 @@ impl Stack {
 /// One agent run's guards, pinned to the stack version it started on,
 /// until it is closed.
 pub struct Run {
-    /// `None` once closed: its instances have gone back to the runtime.
-    session: RwLock<Option<Session>>,
-    run_id: String,
+    door: Door,
     generation: u64,
 }
 
 impl Run {
-    /// `f` on the open session.
-    ///
-    /// # Errors
-    /// A failure naming the host, cause `limit`, once the run is closed.
-    pub fn with<T>(&self, f: impl FnOnce(&Session) -> T) -> Result<T, FailClosed> {
-        let session = self.session.read().unwrap_or_else(|p| p.into_inner());
-        session.as_ref().map(f).ok_or_else(|| {
-            FailClosed::host(
-                Cause::Limit,
-                format!("run {} is closed; start another", self.run_id),
-            )
-        })
+    /// The run's door, which every event of the run is asked through.
+    pub fn door(&self) -> &Door {
+        &self.door
     }
 
     /// Ends the run now and gives its plugin instances back to the
-    /// runtime; every later event fails closed.
+    /// runtime: a run that had ended gives every later event its end
+    /// again, one that had not fails them closed.
     pub fn close(&self) {
-        let session = self
-            .session
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        drop(session);
+        self.door.close();
     }
 
     /// The run's id.
     pub fn run_id(&self) -> &str {
-        &self.run_id
+        self.door.run_id()
     }
 
     /// The version of the stack the run is pinned to.
@@ -281,8 +260,7 @@ impl Run {
 
     /// Whether the run has ended (a fail-closed, a terminate, a close).
     pub fn is_over(&self) -> bool {
-        let session = self.session.read().unwrap_or_else(|p| p.into_inner());
-        session.as_ref().is_none_or(|s| s.door().is_over())
+        self.door.is_over()
     }
 }
 
@@ -330,7 +308,7 @@ impl From<Call> for CallAnswer {
                 reason: Some(why),
                 by: Some(by.to_string()),
             },
-            // [`Session::tool_call`] returns a stop as its error instead.
+            // [`Door::tool_call`] returns a stop as its error instead.
             Call::Stop(stop) => CallAnswer {
                 kind: "refuse",
                 args: None,
@@ -344,16 +322,20 @@ impl From<Call> for CallAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hookbox::{Cause, Stopped};
 
     #[test]
     fn a_closed_run_fails_every_event_closed_naming_the_host() {
         let stack = Stack::new(StackSource::fixed(HookStack::new()), Vec::new());
         let run = stack.start_run(None, "t");
         assert!(run.run_id().starts_with("t-"), "{}", run.run_id());
-        assert!(run.with(|_| ()).is_ok());
+        assert!(!run.is_over());
         run.close();
         assert!(run.is_over());
-        let failure = run.with(|_| ()).unwrap_err();
+        let Some(Stopped::FailedClosed(failure)) = run.door().stopped(hookbox::EventKind::ToolCall)
+        else {
+            panic!("a closed run let an event through");
+        };
         assert_eq!(
             (&*failure.plugin, failure.cause),
             (hookbox::HOST, Cause::Limit)

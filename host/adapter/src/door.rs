@@ -1,36 +1,137 @@
-//! A guarded session: the one hookbox run a client's session has, from its
-//! start to its end, pinned to the stack it started on.
+//! The one entry of every door: a client session's hookbox run, from its
+//! start to its end, pinned to the stack it started on, asked in the
+//! client's own terms (docs/architecture.md#the-door).
+//!
+//! A door hands over what its client holds, raw: a tool call's arguments
+//! as text or JSON ([`Args`]), a tool's result as text or any JSON (a
+//! list, records, content blocks), a model call's prompt and messages.
+//! [`Door`] builds the event, with one argument policy and one
+//! result-shape rule ([`crate::shape`]), asks the stack, settles the
+//! outcome ([`Stopped::settle`]) and answers a verdict or the stop:
+//!
+//! | a door asks | answer |
+//! |---|---|
+//! | [`Door::tool_call`]: arguments that are not a JSON object | [`Call::Refuse`] naming [`hookbox::HOST`]: no guard could check them, so the call does not run |
+//! | [`Door::tool_call`] | the stack's verdict ([`crate::verdict::tool_call`]): run (the arguments in canonical form, or a guard's rewrite), skip, refuse |
+//! | [`Door::tool_result`] | keep, or replace with the rewrite in the result's own shape ([`Reading`]) |
+//! | [`Door::completion_call`] | continue, or a [`Request`] patch for this call only |
+//! | [`Door::observe`]: any other event | nothing, or the stop |
+//! | any of these, once the run has ended | the stop, again: the same one |
+//!
+//! A tool call without an id of its own gets one (`call-N`), so its result
+//! can name it. Under every ask, [`Door::decide`]:
 //!
 //! | a door asks about an event | [`Door::decide`] answers |
 //! |---|---|
 //! | the run could not start (no instance slots free) | that failure, every time, naming [`hookbox::HOST`] (cause `limit`) |
-//! | no plugin of the stack subscribes to its kind, the run goes on, and the caller keeps the context (it passes one) | the kind's neutral flow (continue; fail for invalid-tool-call), without taking the run's lock or building a context |
-//! | the same, but the run keeps the context ([`Door::decide`] without one) | the run is stepped, so its turn and streaming state stay true for the events that follow |
-//! | an earlier decision panicked in the host while it held the run | a fail-closed naming [`hookbox::HOST`] (cause `trap`), for that event and every later one: a run left half-decided is not trusted |
-//! | the run is over (a terminate, a fail, a fail-closed) | the stack is asked all the same, so the event gets the run's end again, subscribed or not |
+//! | the run has ended (a terminate, a fail, a fail-closed, a stop the door decided itself with [`Door::end`]) | the outcome that ended it, again, without asking |
+//! | the run was closed before it ended | a failure naming [`hookbox::HOST`] (cause `limit`): start another |
+//! | no plugin of the stack subscribes to its kind, and the caller keeps the context (it passes one) | the kind's neutral flow (continue; fail for invalid-tool-call), without taking the run's lock or building a context |
+//! | the same, but the run keeps the context (no context passed) | the run is stepped, so its turn and streaming state stay true for the events that follow |
+//! | the host panics while deciding | a fail-closed naming [`hookbox::HOST`] (cause `trap`), for that event and every later one: a run left half-decided is not trusted |
 //! | otherwise | the stack's decision |
 //!
 //! Asking can block up to the plugins' deadlines; from an async loop use
-//! [`Door::ask`], which answers the shortcut rows in place and takes the
+//! the `ask_` twins, which answer the shortcut rows in place and take the
 //! rest off the executor as the caller chose ([`Asking`]).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hookbox::{
-    Cause, Decision, EventKind, EventKinds, FailClosed, HookContext, HookStack, Outcome, Run,
-    StepEvent,
+    Cause, CompletionCall, Decision, EventKind, EventKinds, FailClosed, Flow, HookContext,
+    HookStack, Message, Outcome, Run, StepEvent, Stopped, ToolCall, ToolOutcome, ToolResult,
 };
+use serde_json::Value;
+
+use crate::verdict::{self, Call, Reading, Request};
 
 /// One client session's hookbox run.
 pub struct Door {
-    /// `Err`: the run could not start.
-    run: Result<Mutex<Run>, FailClosed>,
+    /// `Err`: the run could not start. `None` inside: closed, its
+    /// instances given back.
+    run: Result<Mutex<Option<Run>>, FailClosed>,
     run_id: String,
     /// What the run's stack subscribes to.
     wants: EventKinds,
-    /// Set once the run has ended.
+    /// Set once the run has ended (or was closed).
     over: AtomicBool,
+    /// The outcome that ended the run: remembered once, here, and given to
+    /// every later event, closed or not.
+    end: OnceLock<Outcome>,
+    /// Numbers the tool calls that came without an id.
+    next_call: AtomicU64,
+}
+
+/// A tool call's arguments, as the client holds them.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Args {
+    /// JSON text.
+    Text(String),
+    /// A JSON value.
+    Json(Value),
+}
+
+impl Args {
+    /// The arguments in the one canonical form, if they are JSON at all.
+    fn canonical(&self) -> Option<String> {
+        match self {
+            Args::Text(text) => hookbox::json::canonical(text),
+            Args::Json(value) => hookbox::json::canonical(&value.to_string()),
+        }
+    }
+}
+
+impl From<&str> for Args {
+    fn from(text: &str) -> Args {
+        Args::Text(text.to_owned())
+    }
+}
+
+impl From<String> for Args {
+    fn from(text: String) -> Args {
+        Args::Text(text)
+    }
+}
+
+impl From<Value> for Args {
+    fn from(value: Value) -> Args {
+        Args::Json(value)
+    }
+}
+
+/// A tool call as its client hands it over.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolUse {
+    /// The tool.
+    pub name: String,
+    /// Its arguments.
+    pub args: Args,
+    /// The model's id for the call, if it gave one.
+    pub call_id: Option<String>,
+    /// The door's own id for the call, where it has one besides the
+    /// model's (else the model's, else `call-N`).
+    pub internal_id: Option<String>,
+}
+
+impl ToolUse {
+    /// A call of `name` with `args`, by the model's `call_id`.
+    pub fn new(name: impl Into<String>, args: impl Into<Args>, call_id: Option<String>) -> ToolUse {
+        ToolUse {
+            name: name.into(),
+            args: args.into(),
+            call_id,
+            internal_id: None,
+        }
+    }
+
+    /// The same call, by the door's own id too.
+    #[must_use]
+    pub fn internal(mut self, id: impl Into<String>) -> ToolUse {
+        self.internal_id = Some(id.into());
+        self
+    }
 }
 
 impl Door {
@@ -42,13 +143,15 @@ impl Door {
         let run_id = run_id.into();
         let run = stack
             .try_start_run(run_id.clone())
-            .map(Mutex::new)
+            .map(|run| Mutex::new(Some(run)))
             .map_err(|busy| FailClosed::host(Cause::Limit, busy.to_string()));
         Door {
             run,
             run_id,
             wants: stack.subscriptions(),
             over: AtomicBool::new(false),
+            end: OnceLock::new(),
+            next_call: AtomicU64::new(0),
         }
     }
 
@@ -58,8 +161,10 @@ impl Door {
         Door {
             run_id: run.run_id().to_owned(),
             over: AtomicBool::new(run.is_over()),
-            run: Ok(Mutex::new(run)),
+            run: Ok(Mutex::new(Some(run))),
             wants,
+            end: OnceLock::new(),
+            next_call: AtomicU64::new(0),
         }
     }
 
@@ -77,7 +182,7 @@ impl Door {
     /// flow: a plugin subscribes to it, or the run is over (or never
     /// started). When it cannot, a door need not even build the event.
     pub fn wants(&self, kind: EventKind) -> bool {
-        self.wants.contains(kind) || self.over.load(Ordering::Acquire) || self.run.is_err()
+        self.wants.contains(kind) || self.is_over()
     }
 
     /// Whether a plugin of the stack subscribes to `kind`: whether the
@@ -87,57 +192,248 @@ impl Door {
         self.wants.contains(kind)
     }
 
-    /// Whether the run has ended (or never started).
+    /// Whether the run has ended (or never started, or was closed).
     pub fn is_over(&self) -> bool {
         self.over.load(Ordering::Acquire) || self.run.is_err()
+    }
+
+    /// The stop that ended the run, if it has ended, as an event of `kind`
+    /// would be told it.
+    pub fn stopped(&self, kind: EventKind) -> Option<Stopped> {
+        let end = match &self.run {
+            Err(failure) => return Some(Stopped::FailedClosed(failure.clone())),
+            Ok(_) => self.end.get()?,
+        };
+        Stopped::settle(end.clone(), kind).err()
     }
 
     /// Runs `f` on the run itself (its context, its scratchpads).
     ///
     /// # Errors
-    /// Why the run could not start.
+    /// Why the run could not start, or that it was closed.
     pub fn with_run<T>(&self, f: impl FnOnce(&mut Run) -> T) -> Result<T, FailClosed> {
-        Ok(f(&mut *self.lock()?))
+        let mut run = self.lock()?;
+        let run = run.as_mut().ok_or_else(|| self.closed())?;
+        Ok(f(run))
     }
 
-    /// Asks the stack about `event`, here and now (see the table above):
+    /// Ends the run with a stop the door decided itself (a patch its
+    /// client cannot apply, a guard left half-installed): every later
+    /// event gets it, as it gets a guard's. A run already over keeps its
+    /// own end.
+    ///
+    /// Returns the stop to raise now: `failure`, or the end the run had.
+    pub fn end(&self, failure: FailClosed, kind: EventKind) -> Stopped {
+        let end = self.end.get_or_init(|| Err(failure));
+        self.over.store(true, Ordering::Release);
+        Stopped::settle(end.clone(), kind)
+            .err()
+            .unwrap_or_else(|| Stopped::FailedClosed(self.closed()))
+    }
+
+    /// Ends the run now and gives its plugin instances back to the
+    /// runtime. A run that had ended keeps giving its end to every later
+    /// event; one that had not fails them closed naming the host.
+    pub fn close(&self) {
+        let taken = match &self.run {
+            Ok(run) => run.lock().unwrap_or_else(|p| p.into_inner()).take(),
+            Err(_) => None,
+        };
+        self.end.get_or_init(|| Err(self.closed()));
+        self.over.store(true, Ordering::Release);
+        drop(taken);
+    }
+
+    /// Asks the stack about `event`, here and now (see the second table):
     /// with `ctx`, as [`Run::dispatch`] does; without, as [`Run::step`]
     /// does, the run keeping its own context in step.
     pub fn decide(&self, ctx: Option<&HookContext>, event: &StepEvent) -> Outcome {
+        if let Some(end) = self.end.get() {
+            return end.clone();
+        }
         let kind = event.kind();
         if ctx.is_some() && !self.wants(kind) {
             return Ok(Decision::new(kind.default_flow()));
         }
-        let mut run = self.lock()?;
-        let outcome = match ctx {
+        let mut guard = self.lock()?;
+        let Some(run) = guard.as_mut() else {
+            return self
+                .end
+                .get()
+                .cloned()
+                .unwrap_or_else(|| Err(self.closed()));
+        };
+        let asked = catch_unwind(AssertUnwindSafe(|| match ctx {
             Some(ctx) => run.dispatch(ctx, event),
             None => run.step(event),
-        };
-        if run.is_over() {
+        }));
+        let panicked_here = asked.is_err();
+        let outcome = asked.unwrap_or_else(|_| Err(panicked()));
+        if panicked_here || run.is_over() {
+            self.end.get_or_init(|| outcome.clone());
             self.over.store(true, Ordering::Release);
         }
         outcome
     }
 
+    /// [`Door::decide`], settled: the decision, or the stop it means.
+    ///
+    /// # Errors
+    /// The stop, when the run ends (now or earlier).
+    pub fn observe(
+        &self,
+        ctx: Option<&HookContext>,
+        event: &StepEvent,
+    ) -> Result<Decision, Stopped> {
+        Stopped::settle(self.decide(ctx, event), event.kind())
+    }
+
+    /// Whether the tool `call` may run; see the first table.
+    ///
+    /// # Errors
+    /// The stop, when the run ends (now or earlier).
+    pub fn tool_call(&self, ctx: Option<&HookContext>, call: ToolUse) -> Result<Call, Stopped> {
+        let (event, asked) = match self.call_event(call) {
+            Ok(built) => built,
+            Err(refused) => return Ok(refused),
+        };
+        call_verdict(self.observe(ctx, &event), asked)
+    }
+
+    /// What the model may read of `returned`, the result of the tool
+    /// `call`, which ended as `outcome`: keep it, or a guard's rewrite in
+    /// its shape (text for text; the same structure for other JSON, or the
+    /// structure withheld).
+    ///
+    /// # Errors
+    /// The stop, when the run ends.
+    pub fn tool_result(
+        &self,
+        ctx: Option<&HookContext>,
+        call: ToolUse,
+        returned: &Value,
+        outcome: ToolOutcome,
+    ) -> Result<Reading, Stopped> {
+        let event = self.result_event(call, returned, outcome);
+        verdict::reading(self.observe(ctx, &event), returned)
+    }
+
+    /// What to change of the model call about to be made: the run's
+    /// `prompt`, the `history` sent this turn, the 1-based `turn`.
+    ///
+    /// # Errors
+    /// The stop, when the run ends.
+    pub fn completion_call(
+        &self,
+        ctx: Option<&HookContext>,
+        prompt: String,
+        history: Vec<Message>,
+        turn: u32,
+    ) -> Result<Request, Stopped> {
+        let event = StepEvent::CompletionCall(CompletionCall {
+            prompt,
+            history,
+            turn,
+        });
+        Ok(Request::of(self.observe(ctx, &event)?))
+    }
+
+    /// The tool-call event of `call`, and the arguments as guards see them;
+    /// or the refusal of arguments no guard could check.
+    fn call_event(&self, call: ToolUse) -> Result<(StepEvent, String), Call> {
+        let Some(asked) = call.args.canonical().filter(|a| a.starts_with('{')) else {
+            return Err(Call::Refuse {
+                by: Arc::from(hookbox::HOST),
+                why: format!(
+                    "the arguments of `{}` are not a JSON object, so no guard could check them; the call did not run",
+                    call.name
+                ),
+            });
+        };
+        let event = StepEvent::ToolCall(ToolCall {
+            internal_call_id: self.internal_id(&call),
+            tool_name: call.name,
+            tool_call_id: call.call_id,
+            args: asked.clone(),
+        });
+        Ok((event, asked))
+    }
+
+    fn result_event(&self, call: ToolUse, returned: &Value, outcome: ToolOutcome) -> StepEvent {
+        StepEvent::ToolResult(ToolResult {
+            internal_call_id: self.internal_id(&call),
+            args: call.args.canonical().unwrap_or_else(|| "{}".to_owned()),
+            tool_name: call.name,
+            tool_call_id: call.call_id,
+            result: crate::shape::result_text(returned),
+            outcome,
+            extensions: "{}".to_owned(),
+        })
+    }
+
+    fn internal_id(&self, call: &ToolUse) -> String {
+        call.internal_id
+            .clone()
+            .or_else(|| call.call_id.clone())
+            .unwrap_or_else(|| format!("call-{}", self.next_call.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    fn closed(&self) -> FailClosed {
+        FailClosed::host(
+            Cause::Limit,
+            format!("run {} is closed; start another", self.run_id),
+        )
+    }
+
     /// The run, locked. A lock a panicking thread left poisoned (a host
-    /// bug: a panic inside a guest call never reaches here, the core turns
-    /// it into a fail-closed) ends the run: what the panic left half done
-    /// is not trusted.
-    fn lock(&self) -> Result<MutexGuard<'_, Run>, FailClosed> {
+    /// bug outside a decision: [`Door::with_run`]'s) ends the run: what the
+    /// panic left half done is not trusted.
+    fn lock(&self) -> Result<MutexGuard<'_, Option<Run>>, FailClosed> {
         match &self.run {
             Ok(run) => run.lock().map_err(|_| {
+                let failure = panicked();
+                self.end.get_or_init(|| Err(failure.clone()));
                 self.over.store(true, Ordering::Release);
-                FailClosed::host(
-                    Cause::Trap,
-                    "hookbox panicked while deciding an earlier event of this run (a bug: please report it); the run is over",
-                )
+                failure
             }),
             Err(failure) => Err(failure.clone()),
         }
     }
 }
 
-/// Where [`Door::ask`] runs a call that may block.
+/// The host's fail-closed for a panic under a decision.
+fn panicked() -> FailClosed {
+    FailClosed::host(
+        Cause::Trap,
+        "hookbox panicked while deciding an event of this run (a bug: please report it); the run is over",
+    )
+}
+
+fn call_verdict(settled: Result<Decision, Stopped>, asked: String) -> Result<Call, Stopped> {
+    match verdict::tool_call(settled, asked) {
+        Call::Stop(stop) => Err(stop),
+        call => Ok(call),
+    }
+}
+
+impl Request {
+    /// The request a settled completion-call decision makes.
+    fn of(decision: Decision) -> Request {
+        let by = decision.by();
+        match decision.flow {
+            Flow::PatchRequest(patch) => Request {
+                patch: Some(patch),
+                by: Some(by),
+            },
+            _ => Request {
+                patch: None,
+                by: None,
+            },
+        }
+    }
+}
+
+/// Where the `ask_` twins run a call that may block.
 #[cfg(feature = "tokio")]
 #[derive(Clone, Debug)]
 pub enum Asking {
@@ -153,11 +449,14 @@ impl Door {
     /// [`Door::decide`] from an async loop: the shortcut rows are answered
     /// in place, the rest off the executor as `asking` says.
     pub async fn ask(
-        self: &std::sync::Arc<Self>,
+        self: &Arc<Self>,
         ctx: Option<HookContext>,
         event: StepEvent,
         asking: Asking,
     ) -> Outcome {
+        if let Some(end) = self.end.get() {
+            return end.clone();
+        }
         let kind = event.kind();
         if ctx.is_some() && !self.wants(kind) {
             return Ok(Decision::new(kind.default_flow()));
@@ -174,13 +473,60 @@ impl Door {
                 .unwrap_or_else(|why| Err(crate::unfinished(&why))),
         }
     }
+
+    /// [`Door::observe`] from an async loop.
+    ///
+    /// # Errors
+    /// The stop, when the run ends (now or earlier).
+    pub async fn ask_observe(
+        self: &Arc<Self>,
+        ctx: Option<HookContext>,
+        event: StepEvent,
+        asking: Asking,
+    ) -> Result<Decision, Stopped> {
+        let kind = event.kind();
+        Stopped::settle(self.ask(ctx, event, asking).await, kind)
+    }
+
+    /// [`Door::tool_call`] from an async loop.
+    ///
+    /// # Errors
+    /// The stop, when the run ends (now or earlier).
+    pub async fn ask_tool_call(
+        self: &Arc<Self>,
+        ctx: Option<HookContext>,
+        call: ToolUse,
+        asking: Asking,
+    ) -> Result<Call, Stopped> {
+        let (event, asked) = match self.call_event(call) {
+            Ok(built) => built,
+            Err(refused) => return Ok(refused),
+        };
+        call_verdict(self.ask_observe(ctx, event, asking).await, asked)
+    }
+
+    /// [`Door::tool_result`] from an async loop.
+    ///
+    /// # Errors
+    /// The stop, when the run ends.
+    pub async fn ask_tool_result(
+        self: &Arc<Self>,
+        ctx: Option<HookContext>,
+        call: ToolUse,
+        returned: &Value,
+        outcome: ToolOutcome,
+        asking: Asking,
+    ) -> Result<Reading, Stopped> {
+        let event = self.result_event(call, returned, outcome);
+        verdict::reading(self.ask_observe(ctx, event, asking).await, returned)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hookbox::{Flow, Hook, ToolCall, ToolOutcome, ToolResult};
-    use std::sync::Arc;
+    use hookbox::{Document, Hook, RequestPatch, hook_fn};
+    use serde_json::json;
     use std::sync::atomic::AtomicUsize;
 
     fn tool_call() -> StepEvent {
@@ -228,6 +574,94 @@ mod tests {
         (stack, calls)
     }
 
+    /// A door on a stack of one guard answering `flow` to everything.
+    fn answering(flow: Flow) -> Door {
+        let mut stack = HookStack::new();
+        stack.push_hook(hook_fn("guard", move |_, _| flow.clone()));
+        Door::open(&stack, "t")
+    }
+
+    /// A door on a guard that rewrites every result to `text`.
+    fn rewriting(text: &str) -> Door {
+        answering(Flow::RewriteResult(text.into()))
+    }
+
+    fn use_of(args: impl Into<Args>) -> ToolUse {
+        ToolUse::new("t", args, None)
+    }
+
+    // The second table, one test per row.
+
+    #[test]
+    fn a_run_that_could_not_start_fails_every_event_naming_the_host() {
+        let mut stack = HookStack::new();
+        stack.push_hook(hook_fn("g", |_, _| Flow::Continue));
+        let door = Door {
+            run: Err(FailClosed::host(Cause::Limit, "no slots")),
+            ..Door::open(&stack, "r")
+        };
+        let failure = door.decide(None, &tool_call()).unwrap_err();
+        assert_eq!(
+            (&*failure.plugin, failure.cause),
+            (hookbox::HOST, Cause::Limit)
+        );
+        assert!(door.is_over());
+    }
+
+    #[test]
+    fn once_the_run_is_over_every_event_gets_its_end() {
+        let (stack, calls) = ending();
+        let door = Door::open(&stack, "r");
+        let ended = door.decide(None, &tool_result()).unwrap();
+        assert_eq!(ended.flow, Flow::Terminate("no".into()));
+        assert!(door.is_over() && door.wants(EventKind::ToolCall));
+        // An unsubscribed kind after the end gets the end, without the hook
+        // being asked again.
+        let replayed = door.decide(None, &tool_call()).unwrap();
+        assert_eq!(replayed.flow, Flow::Terminate("no".into()));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_stop_the_door_decides_is_every_later_event_s_end() {
+        let door = answering(Flow::Continue);
+        let failure = FailClosed::new(&Arc::from("g"), Cause::UnsupportedFlow, "cannot apply");
+        let stop = door.end(failure.clone(), EventKind::CompletionCall);
+        assert_eq!(stop, Stopped::FailedClosed(failure.clone()));
+        assert_eq!(door.decide(None, &tool_call()), Err(failure.clone()));
+        // A later stop of its own does not replace the first.
+        let again = door.end(FailClosed::host(Cause::Trap, "x"), EventKind::ToolCall);
+        assert_eq!(again, Stopped::FailedClosed(failure));
+    }
+
+    #[test]
+    fn a_closed_run_gives_its_end_again_and_an_unended_one_fails_naming_the_host() {
+        let door = answering(Flow::Terminate("enough".into()));
+        let stop = door.tool_call(None, use_of("{}")).unwrap_err();
+        door.close();
+        assert_eq!(door.tool_call(None, use_of("{}")).unwrap_err(), stop);
+        assert_eq!(
+            door.completion_call(None, "p".into(), vec![], 2)
+                .unwrap_err(),
+            Stopped::Terminated {
+                plugin: "guard".into(),
+                event: EventKind::CompletionCall,
+                reason: "enough".into()
+            }
+        );
+
+        let open = answering(Flow::Continue);
+        open.close();
+        let Err(Stopped::FailedClosed(failure)) = open.tool_call(None, use_of("{}")) else {
+            panic!("a closed run let a call through");
+        };
+        assert_eq!(
+            (&*failure.plugin, failure.cause),
+            (hookbox::HOST, Cause::Limit)
+        );
+        assert!(failure.detail.contains("closed"), "{}", failure.detail);
+    }
+
     #[test]
     fn an_event_no_plugin_subscribes_to_is_neutral_without_asking() {
         let (stack, calls) = ending();
@@ -264,7 +698,7 @@ mod tests {
         let mut stack = HookStack::new();
         stack.push_hook(Turns);
         let door = Door::open(&stack, "r");
-        let turn = StepEvent::CompletionCall(hookbox::CompletionCall {
+        let turn = StepEvent::CompletionCall(CompletionCall {
             prompt: "hi".into(),
             history: Vec::new(),
             turn: 0,
@@ -280,51 +714,218 @@ mod tests {
     }
 
     #[test]
-    fn a_run_a_host_panic_left_half_decided_fails_closed_from_then_on() {
+    fn a_panic_while_deciding_fails_closed_naming_the_host_from_then_on() {
+        let mut stack = HookStack::new();
+        stack.push_hook(hook_fn("buggy", |_, event| match event {
+            StepEvent::ToolCall(_) => panic!("a host bug"),
+            _ => Flow::Continue,
+        }));
+        let door = Door::open(&stack, "r");
+        for event in [tool_call(), tool_result()] {
+            let failure = door.decide(None, &event).unwrap_err();
+            assert_eq!(
+                (&*failure.plugin, failure.cause),
+                (hookbox::HOST, Cause::Trap)
+            );
+        }
+        assert!(door.is_over());
+    }
+
+    #[test]
+    fn a_run_a_host_panic_left_half_done_fails_closed_from_then_on() {
         let (stack, calls) = ending();
         let door = Door::open(&stack, "r");
-        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let panicked = std::panic::catch_unwind(AssertUnwindSafe(|| {
             door.with_run(|_run| panic!("a host bug"))
         }));
         assert!(panicked.is_err());
         for event in [tool_call(), tool_result()] {
             let failure = door.decide(None, &event).unwrap_err();
-            assert_eq!(&*failure.plugin, hookbox::HOST);
-            assert_eq!(failure.cause, Cause::Trap);
+            assert_eq!(
+                (&*failure.plugin, failure.cause),
+                (hookbox::HOST, Cause::Trap)
+            );
         }
         assert!(door.is_over());
         assert_eq!(calls.load(Ordering::SeqCst), 0);
     }
 
+    // The first table, one test per row.
+
     #[test]
-    fn once_the_run_is_over_every_event_gets_its_end() {
-        let (stack, calls) = ending();
-        let door = Door::open(&stack, "r");
-        let ended = door.decide(None, &tool_result()).unwrap();
-        assert_eq!(ended.flow, Flow::Terminate("no".into()));
-        assert!(door.is_over() && door.wants(EventKind::ToolCall));
-        // An unsubscribed kind after the end is asked, and gets the end
-        // without the hook being asked again.
-        let replayed = door.decide(None, &tool_call()).unwrap();
-        assert_eq!(replayed.flow, Flow::Terminate("no".into()));
-        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    fn arguments_that_are_not_an_object_are_refused_by_the_host() {
+        let door = answering(Flow::Continue);
+        for args in [Args::from("[1]"), Args::from("nope"), Args::Json(json!(3))] {
+            let call = door.tool_call(None, use_of(args.clone())).unwrap();
+            assert!(
+                matches!(call, Call::Refuse { ref by, .. } if &**by == hookbox::HOST),
+                "{args:?}: {call:?}"
+            );
+        }
     }
 
     #[test]
-    fn the_async_ask_answers_as_decide_does() {
+    fn a_call_runs_with_its_arguments_in_canonical_form_text_or_json() {
+        let door = answering(Flow::Continue);
+        let asked = [
+            Args::from(r#"{ "a" : "\u0062" }"#),
+            Args::Json(json!({"a": "b"})),
+        ];
+        for args in asked {
+            assert_eq!(
+                door.tool_call(None, use_of(args)).unwrap(),
+                Call::Run {
+                    args: r#"{"a":"b"}"#.into(),
+                    rewritten_by: None
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn a_text_result_is_read_and_rewritten_as_text() {
+        let reading = rewriting("[redacted]")
+            .tool_result(
+                None,
+                use_of("{}"),
+                &json!("key=s3cret"),
+                ToolOutcome::Success,
+            )
+            .unwrap();
+        assert_eq!(
+            reading,
+            Reading::Replace {
+                with: json!("[redacted]"),
+                by: Arc::from("guard"),
+                fits: true
+            }
+        );
+    }
+
+    /// What a guard is shown of a result, and what the door makes of its
+    /// rewrite: every shape a client hands over.
+    #[test]
+    fn every_shape_of_result_is_read_whole_and_a_rewrite_keeps_its_shape() {
+        let shapes = [
+            json!([{"id": 1, "token": "s3cret"}, {"id": 2, "token": "ok"}]),
+            json!([{"type": "text", "text": "fine"}, {"type": "json", "json": {"key": "s3cret"}}]),
+            json!(["row s3cret", "row two"]),
+            json!({"rows": [["s3cret"]]}),
+        ];
+        for returned in shapes {
+            let seen = Arc::new(Mutex::new(String::new()));
+            let mut stack = HookStack::new();
+            let shown = seen.clone();
+            stack.push_hook(hook_fn("redact", move |_, event| match event {
+                StepEvent::ToolResult(result) => {
+                    *shown.lock().unwrap() = result.result.clone();
+                    Flow::RewriteResult(result.result.replace("s3cret", "[REDACTED]"))
+                }
+                _ => Flow::Continue,
+            }));
+            let door = Door::open(&stack, "r");
+            let reading = door
+                .tool_result(None, use_of("{}"), &returned, ToolOutcome::Success)
+                .unwrap();
+            assert_eq!(*seen.lock().unwrap(), returned.to_string());
+            let Reading::Replace {
+                with, fits: true, ..
+            } = reading
+            else {
+                panic!("{returned}: {reading:?}");
+            };
+            assert_eq!(
+                with.to_string(),
+                returned.to_string().replace("s3cret", "[REDACTED]")
+            );
+        }
+    }
+
+    #[test]
+    fn a_rewrite_that_does_not_fit_the_shape_withholds_the_result() {
+        let returned = json!([{"id": 1, "token": "s3cret"}]);
+        let reading = rewriting("blocked")
+            .tool_result(None, use_of("{}"), &returned, ToolOutcome::Success)
+            .unwrap();
+        let Reading::Replace {
+            with, fits: false, ..
+        } = reading
+        else {
+            panic!("{reading:?}");
+        };
+        assert!(!with.to_string().contains("s3cret"), "{with}");
+        assert!(
+            with[0]["token"].as_str().unwrap().contains("withheld"),
+            "{with}"
+        );
+    }
+
+    #[test]
+    fn a_model_call_continues_or_is_patched_for_this_call() {
+        assert_eq!(
+            answering(Flow::Continue)
+                .completion_call(None, "p".into(), vec![], 1)
+                .unwrap(),
+            Request {
+                patch: None,
+                by: None
+            }
+        );
+        let patch = RequestPatch {
+            extra_context: Some(vec![Document {
+                id: "rules".into(),
+                text: "Be kind.".into(),
+            }]),
+            ..RequestPatch::default()
+        };
+        let request = answering(Flow::PatchRequest(patch.clone()))
+            .completion_call(None, "p".into(), vec![], 1)
+            .unwrap();
+        assert_eq!(request.patch, Some(patch));
+        assert_eq!(request.by.as_deref(), Some("guard"));
+    }
+
+    #[test]
+    fn a_terminate_is_the_stop_of_every_later_ask() {
+        let door = answering(Flow::Terminate("no".into()));
+        let first = door.tool_call(None, use_of("{}")).unwrap_err();
+        assert_eq!(first.plugin(), "guard");
+        assert!(
+            door.tool_result(None, use_of("{}"), &json!("r"), ToolOutcome::Success)
+                .is_err()
+        );
+        assert!(door.completion_call(None, "p".into(), vec![], 1).is_err());
+    }
+
+    #[test]
+    fn the_async_asks_answer_as_the_synchronous_ones_do() {
         let (stack, _calls) = ending();
         let door = Arc::new(Door::open(&stack, "r"));
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let (call, result) = runtime.block_on(async {
-            let call = door.ask(None, tool_call(), Asking::OffExecutor).await;
+            let call = door
+                .ask_tool_call(None, use_of("{}"), Asking::OffExecutor)
+                .await;
             let result = door
-                .ask(None, tool_result(), Asking::OnPool(tracing::Span::none()))
+                .ask_tool_result(
+                    None,
+                    use_of("{}"),
+                    &json!("out"),
+                    ToolOutcome::Success,
+                    Asking::OnPool(tracing::Span::none()),
+                )
                 .await;
             (call, result)
         });
-        assert_eq!(call.unwrap().flow, Flow::Continue);
-        assert_eq!(result.unwrap().flow, Flow::Terminate("no".into()));
+        assert_eq!(
+            call.unwrap(),
+            Call::Run {
+                args: "{}".into(),
+                rewritten_by: None
+            }
+        );
+        assert_eq!(result.unwrap_err().plugin(), "ender");
     }
 }

@@ -2,20 +2,20 @@
 //! (docs/architecture.md#boundary-rules),
 //! so that each door keeps only the mapping into its client's terms:
 //!
-//! - [`Door`]: the guarded session, one run per client session, with the
-//!   subscribed-event shortcut and the run's end replayed to every later
-//!   event;
+//! - [`Door`]: the one entry. A client session's run, asked in the
+//!   client's raw values (a tool call, a tool result of any shape, a model
+//!   call): it builds the event with one argument policy and one
+//!   result-shape rule ([`shape`]), settles, answers the verdict or the
+//!   stop, and remembers the run's end once, for every later event;
 //! - [`verdict`]: the one mapping of the stack's answer about a tool call
 //!   or its result to run / run with these arguments / answer this instead
-//!   / stop, with §8's argument shape check ([`verdict::rewritten_args`],
+//!   / stop, with the argument shape check ([`verdict::rewritten_args`],
 //!   which the agents' hook protocols use too), and a patch-request's extra
 //!   context as the model reads it ([`verdict::with_context`]);
 //! - [`gate`]: who may reach a hookbox server over HTTP (tokens, and no
 //!   browser: a foreign `Origin` or `Host` is refused);
-//! - [`Session`]: a run asked in the terms a language binding's framework
-//!   guards share (tool call, tool result, model call), so the Python and
-//!   Node bindings keep no rule of their own; [`binding`]: the stack and
-//!   run those bindings wrap;
+//! - [`binding`]: the stack and run a language binding (Python, Node)
+//!   wraps, so it keeps no rule of its own;
 //! - asking from an async loop (feature `tokio`, on by default) without
 //!   holding up its executor, the caller's span and subscriber carried.
 //!
@@ -41,11 +41,10 @@
 pub mod binding;
 mod door;
 pub mod gate;
-pub mod session;
+pub mod shape;
 pub mod verdict;
 
-pub use door::Door;
-pub use session::Session;
+pub use door::{Args, Door, ToolUse};
 
 #[cfg(feature = "tokio")]
 mod asking;

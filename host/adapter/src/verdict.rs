@@ -17,6 +17,12 @@
 //! | continue | [`Output::Keep`] |
 //! | rewrite-result | [`Output::Replace`] with the text, `by` the plugin |
 //!
+//! | what the model may read of a result ([`reading`], in the result's own shape, [`crate::shape`]) | [`Reading`] |
+//! |---|---|
+//! | keep | [`Reading::Keep`] |
+//! | a rewrite of text, or one that fits the structure of other JSON | [`Reading::Replace`] with it |
+//! | a rewrite that does not fit the structure | [`Reading::Replace`] with the structure, every value withheld and the reason told |
+//!
 //! | a door's client reads one system text, and a patch-request adds documents | [`with_context`] |
 //! |---|---|
 //! | no documents (or none left after the patch) | the system text as it was |
@@ -28,7 +34,7 @@
 
 use std::sync::Arc;
 
-use hookbox::{Cause, Decision, Document, EventKind, FailClosed, Flow, Stopped};
+use hookbox::{Cause, Decision, Document, EventKind, FailClosed, Flow, RequestPatch, Stopped};
 use serde_json::Value;
 
 /// What a door does with a tool call.
@@ -149,6 +155,64 @@ pub fn with_context(system: Option<String>, documents: Option<Vec<Document>>) ->
     Some(text)
 }
 
+/// What the model may read of a tool's result.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reading {
+    /// The result as it came.
+    Keep,
+    /// This instead, in the result's own shape.
+    Replace {
+        /// The rewrite: a JSON string for a text result, the result's
+        /// structure for other JSON.
+        with: Value,
+        /// The plugin that rewrote it.
+        by: Arc<str>,
+        /// Whether the rewrite fit the result's shape; when it did not,
+        /// `with` is the result withheld.
+        fits: bool,
+    },
+}
+
+impl Reading {
+    /// The replacement as text: a string as itself, other JSON as its
+    /// compact text.
+    pub fn text(&self) -> Option<String> {
+        match self {
+            Reading::Keep => None,
+            Reading::Replace { with, .. } => Some(crate::shape::result_text(with)),
+        }
+    }
+}
+
+/// What the model may read of `returned`, a tool's result, from the
+/// settled outcome of asking about it; see the table above.
+///
+/// # Errors
+/// The stop, when the run ends.
+pub fn reading(settled: Result<Decision, Stopped>, returned: &Value) -> Result<Reading, Stopped> {
+    match tool_result(settled) {
+        Output::Stop(stop) => Err(stop),
+        Output::Keep => Ok(Reading::Keep),
+        Output::Replace { text, by } => Ok(match crate::shape::reshape(returned, &text) {
+            Ok(with) => Reading::Replace {
+                with,
+                by,
+                fits: true,
+            },
+            Err(why) => Reading::Replace {
+                with: crate::shape::withhold(
+                    returned,
+                    &format!(
+                        "hookbox: `{by}` rewrote this tool's result in a way that does not fit its shape ({why}); the result is withheld"
+                    ),
+                ),
+                by,
+                fits: false,
+            },
+        }),
+    }
+}
+
 /// The verdict on a tool's result, from its settled outcome; see the
 /// table above.
 pub fn tool_result(settled: Result<Decision, Stopped>) -> Output {
@@ -166,6 +230,69 @@ pub fn tool_result(settled: Result<Decision, Stopped>) -> Output {
             reason,
         }),
         other => Output::Stop(unhonoured(&other, EventKind::ToolResult)),
+    }
+}
+
+/// What to change of the model call about to be made, for that call only.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    /// The patch; `None`: make the call as it is.
+    pub patch: Option<RequestPatch>,
+    /// The plugin whose patch it is.
+    pub by: Option<Arc<str>>,
+}
+
+impl Request {
+    /// The system text the model reads this call, given the one it would
+    /// have read: the patch's preamble in its place if it sets one, then
+    /// each extra-context document ([`verdict::with_context`]).
+    pub fn system(&self, system: Option<String>) -> Option<String> {
+        let Some(patch) = &self.patch else {
+            return system;
+        };
+        with_context(
+            patch.preamble.clone().or(system),
+            patch.extra_context.clone(),
+        )
+    }
+
+    /// The fields the patch sets, by their JSON names.
+    pub fn fields(&self) -> Vec<String> {
+        let value = self
+            .patch
+            .as_ref()
+            .and_then(|patch| serde_json::to_value(patch).ok());
+        match value {
+            Some(serde_json::Value::Object(fields)) => fields.keys().cloned().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether `framework` can apply the whole patch, given the fields it
+    /// can apply to a model call.
+    ///
+    /// # Errors
+    /// The failure to fail the run with (the patch's plugin, cause
+    /// `unsupported-flow`), rather than drop a field.
+    pub fn require_only(&self, framework: &str, supported: &[&str]) -> Result<(), FailClosed> {
+        let unsupported: Vec<String> = self
+            .fields()
+            .into_iter()
+            .filter(|field| !supported.contains(&field.as_str()))
+            .collect();
+        if unsupported.is_empty() {
+            return Ok(());
+        }
+        let by = self.by.clone().unwrap_or_else(|| Arc::from(hookbox::HOST));
+        Err(FailClosed::new(
+            &by,
+            Cause::UnsupportedFlow,
+            format!(
+                "patched the model request's {}, which {framework} cannot apply to a model call (it can apply {})",
+                unsupported.join(", "),
+                supported.join(", ")
+            ),
+        ))
     }
 }
 
@@ -348,5 +475,35 @@ mod tests {
             with_context(None, docs).as_deref(),
             Some("<document id=\"a\">\none\n</document>\n\n<document id=\"b\">\ntwo\n</document>")
         );
+    }
+
+    #[test]
+    fn a_patch_makes_the_system_text_and_refuses_what_a_framework_cannot_apply() {
+        let request = Request {
+            patch: Some(RequestPatch {
+                temperature: Some(0.2),
+                extra_context: Some(vec![Document {
+                    id: "rules".into(),
+                    text: "Be kind.".into(),
+                }]),
+                ..RequestPatch::default()
+            }),
+            by: Some(Arc::from("g")),
+        };
+        assert_eq!(
+            request.system(Some("You work.".into())).unwrap(),
+            "You work.\n\n<document id=\"rules\">\nBe kind.\n</document>"
+        );
+        assert!(
+            request
+                .require_only("X", &["extra_context", "temperature"])
+                .is_ok()
+        );
+        let refused = request.require_only("X", &["extra_context"]).unwrap_err();
+        assert_eq!(
+            (&*refused.plugin, refused.cause),
+            ("g", Cause::UnsupportedFlow)
+        );
+        assert!(refused.detail.contains("temperature"), "{}", refused.detail);
     }
 }

@@ -9,10 +9,10 @@
 //! | `Stack.fromDirectory(dir)` | [`Stack::from_directory`] | [`binding::Stack::directory`]: hot-reloaded, each run pinned to the snapshot it started on |
 //! | `Stack.fromFiles(paths)` | [`Stack::from_files`] | [`binding::Stack::files`] |
 //! | `stack.startRun()` | [`Stack::start_run`] | [`binding::Stack::start_run`] |
-//! | `await run.send(event)` | [`Run::send`] | [`hookbox_adapter::Session::send`]; the outcome in its JSON form (docs/contract.md#json-forms) |
-//! | `await run.toolCall(...)` | [`Run::tool_call`] | [`hookbox_adapter::Session::tool_call`] |
-//! | `await run.toolResult(...)` | [`Run::tool_result`] | [`hookbox_adapter::Session::tool_result`] |
-//! | `await run.completionCall(...)` | [`Run::completion_call`] | [`hookbox_adapter::Session::completion_call`] |
+//! | `await run.send(event)` | [`Run::send`] | [`hookbox_adapter::Door::decide`]; the outcome in its JSON form (docs/contract.md#json-forms) |
+//! | `await run.toolCall(...)` | [`Run::tool_call`] | [`hookbox_adapter::Door::tool_call`] |
+//! | `await run.toolResult(...)` | [`Run::tool_result`] | [`hookbox_adapter::Door::tool_result`] |
+//! | `await run.completionCall(...)` | [`Run::completion_call`] | [`hookbox_adapter::Door::completion_call`] |
 //!
 //! Every asynchronous method is an `AsyncTask`: the guest call runs on
 //! libuv's thread pool, never on the JavaScript thread, so a guest that
@@ -32,10 +32,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hookbox::{FailClosed, Message, StepEvent, Stopped};
+use hookbox::{FailClosed, Message, StepEvent, Stopped, ToolOutcome};
+use hookbox_adapter::ToolUse;
 use hookbox_adapter::binding::{self, CallAnswer};
-use hookbox_adapter::session::Request;
-use hookbox_adapter::verdict::Output;
+use hookbox_adapter::verdict::{Reading, Request};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -271,15 +271,14 @@ pub struct Run(Arc<binding::Run>);
 fn send(run: &binding::Run, event: &str) -> std::result::Result<String, String> {
     let event: StepEvent = serde_json::from_str(event)
         .map_err(|e| format!("not an event in hookbox's JSON form: {e}"))?;
-    let outcome = run.with(|s| s.send(&event)).and_then(|outcome| outcome);
+    let outcome = run.door().decide(None, &event);
     Ok(hookbox::outcome_json(&outcome).to_string())
 }
 
 fn tool_call(run: &binding::Run, name: String, args: String, id: Option<String>) -> ToolCall {
-    match run.with(|s| s.tool_call(name, &args, id)) {
-        Ok(Ok(call)) => ToolCall::of(call.into()),
-        Ok(Err(stop)) => ToolCall::stopped(Stop::of(&stop)),
-        Err(closed) => ToolCall::stopped(Stop::failed(&closed)),
+    match run.door().tool_call(None, ToolUse::new(name, args, id)) {
+        Ok(call) => ToolCall::of(call.into()),
+        Err(stop) => ToolCall::stopped(Stop::of(&stop)),
     }
 }
 
@@ -290,13 +289,22 @@ fn tool_result(
     result: String,
     id: Option<String>,
 ) -> ToolResult {
-    match run.with(|s| s.tool_result(name, &args, result, id)) {
-        Ok(Ok(Output::Replace { text, by })) => {
-            ToolResult::of(Some(text), Some(by.to_string()), None)
+    let returned = serde_json::Value::String(result);
+    match run.door().tool_result(
+        None,
+        ToolUse::new(name, args, id),
+        &returned,
+        ToolOutcome::Success,
+    ) {
+        Ok(reading @ Reading::Replace { .. }) => {
+            let by = match &reading {
+                Reading::Replace { by, .. } => Some(by.to_string()),
+                Reading::Keep => None,
+            };
+            ToolResult::of(reading.text(), by, None)
         }
-        Ok(Ok(_)) => ToolResult::of(None, None, None),
-        Ok(Err(stop)) => ToolResult::of(None, None, Some(Stop::of(&stop))),
-        Err(closed) => ToolResult::of(None, None, Some(Stop::failed(&closed))),
+        Ok(Reading::Keep) => ToolResult::of(None, None, None),
+        Err(stop) => ToolResult::of(None, None, Some(Stop::of(&stop))),
     }
 }
 
@@ -308,15 +316,15 @@ fn completion_call(
 ) -> std::result::Result<ModelCall, String> {
     let history: Vec<Message> = serde_json::from_str(messages)
         .map_err(|e| format!("the messages are not a list of {{role, content}} objects: {e}"))?;
-    let asked = run.with(|s| s.completion_call(prompt, history, turn));
-    Ok(match asked {
-        Ok(Ok(request)) => ModelCall {
-            request,
-            stop: None,
+    Ok(
+        match run.door().completion_call(None, prompt, history, turn) {
+            Ok(request) => ModelCall {
+                request,
+                stop: None,
+            },
+            Err(stop) => ModelCall::stopped(Stop::of(&stop)),
         },
-        Ok(Err(stop)) => ModelCall::stopped(Stop::of(&stop)),
-        Err(closed) => ModelCall::stopped(Stop::failed(&closed)),
-    })
+    )
 }
 
 #[napi]
@@ -413,15 +421,13 @@ impl Run {
     /// `args` decided by Rust's own loop; the seconds they took.
     #[napi]
     pub fn time_tool_calls(&self, tool_name: String, args: String, n: u32) -> Result<f64> {
-        let timed = self.0.with(|session| {
-            let started = std::time::Instant::now();
-            for _ in 0..n {
-                let call = session.tool_call(tool_name.clone(), &args, None);
-                std::hint::black_box(call).ok();
-            }
-            started.elapsed().as_secs_f64()
-        });
-        timed.map_err(|closed| Error::from_reason(closed.to_string()))
+        let door = self.0.door();
+        let started = std::time::Instant::now();
+        for _ in 0..n {
+            let call = door.tool_call(None, ToolUse::new(tool_name.as_str(), args.as_str(), None));
+            std::hint::black_box(call).ok();
+        }
+        Ok(started.elapsed().as_secs_f64())
     }
 
     /// Ends the run now and gives its plugin instances back.

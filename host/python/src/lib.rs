@@ -8,10 +8,11 @@
 //! | `Stack.from_directory(dir)` | [`hookbox_adapter::binding::Stack::directory`]: hot-reloaded, each run pinned to the snapshot it started on |
 //! | `Stack.from_files(paths)` | [`hookbox_adapter::binding::Stack::files`]: one fixed stack |
 //! | `stack.start_run()` | [`hookbox_adapter::binding::Stack::start_run`]: a session on the newest snapshot |
-//! | `run.send(event)` | [`hookbox_adapter::Session::send`], the GIL released; a fail-closed raises `FailedClosed` |
-//! | `run.tool_call(...)` | [`hookbox_adapter::Session::tool_call`]; a stop raises `FailedClosed` or `Terminated` |
-//! | `run.tool_result(...)` | [`hookbox_adapter::Session::tool_result`] |
-//! | `run.completion_call(...)` | [`hookbox_adapter::Session::completion_call`]; the verdict's `system()` and `require_only()` are [`hookbox_adapter::session::Request`]'s |
+//! | `run.send(event)` | [`hookbox_adapter::Door::decide`], the GIL released; a fail-closed raises `FailedClosed` |
+//! | `run.tool_call(...)` | [`hookbox_adapter::Door::tool_call`]; a stop raises `FailedClosed` or `Terminated` |
+//! | `run.tool_result(...)` | [`hookbox_adapter::Door::tool_result`]: a result of any shape, the rewrite in that shape |
+//! | `run.completion_call(...)` | [`hookbox_adapter::Door::completion_call`]; the verdict's `system()` and `require_only()` are [`hookbox_adapter::verdict::Request`]'s |
+//! | `run.end(...)` | [`hookbox_adapter::Door::end`]: a stop the framework guard decides, replayed like a guard's |
 //!
 //! Every guest call releases the GIL, so Python threads (and `asyncio`,
 //! through `asyncio.to_thread`) drive runs at once. A guest call is bounded
@@ -21,6 +22,7 @@ mod errors;
 mod finite;
 mod run;
 mod stack;
+mod text;
 
 use pyo3::prelude::*;
 

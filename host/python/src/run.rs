@@ -1,51 +1,57 @@
 //! `hookbox.Run`: one agent run's guards, and what they decided.
 //!
-//! Each method is [`hookbox_adapter::Session`]'s, its values converted:
+//! Each method is [`hookbox_adapter::Door`]'s, its values converted:
 //!
 //! | method | asks the stack about | answers | raises |
 //! |---|---|---|---|
 //! | `send(event)` | any event, in its JSON form (docs/contract.md#json-forms; a dict, or its JSON text) | a `Decision` (a terminate too: the run is then over) | `FailedClosed`; `InvalidEvent` for input that is no event |
-//! | `tool_call(name, args)` | a tool-call | `ToolCallVerdict`: `run` (with the arguments to run with), `skip` (answer the reason instead), `refuse` (a rewrite no client takes: do not run it, the run goes on) | `FailedClosed`, `Terminated` |
-//! | `tool_result(name, args, result)` | a tool-result | `ToolResultVerdict`: `keep`, or `replace` with the text | `FailedClosed`, `Terminated` |
-//! | `completion_call(prompt, messages, turn)` | a completion-call | `RequestVerdict`: `continue`, or `patch` (its fields, and the system text it makes) | `FailedClosed`, `Terminated` |
+//! | `tool_call(name, args)` | a tool-call (`args` a dict, or JSON object text) | `ToolCallVerdict`: `run` (with the arguments to run with), `skip` (answer the reason instead), `refuse` (a rewrite no client takes: do not run it, the run goes on) | `FailedClosed`, `Terminated` |
+//! | `tool_result(name, args, result)` | a tool-result (`result` text, or any value JSON can carry: a list, records, content blocks) | `ToolResultVerdict`: `keep`, or `replace` with the rewrite in the result's own shape (`value`) and as text (`text`) | `FailedClosed`, `Terminated` |
+//! | `completion_call(prompt, messages, turn, supported=...)` | a completion-call | `RequestVerdict`: `continue`, or `patch` (its fields, and the system text it makes); a patch of a field not in `supported` ends the run | `FailedClosed`, `Terminated` |
 //!
 //! Once a run has ended (a fail-closed, a terminate), every later event
-//! gets that end again: the same exception.
+//! gets that end again, closed or not: the same exception. Text holding a
+//! lone surrogate is refused as `InvalidEvent` ([`crate::text`]).
 
-use hookbox::{Decision as CoreDecision, Flow, Message, StepEvent};
-use hookbox_adapter::Session;
+use hookbox::{
+    Cause, Decision as CoreDecision, EventKind, FailClosed, Flow, Message, StepEvent, ToolOutcome,
+};
 use hookbox_adapter::binding::{self, CallAnswer};
-use hookbox_adapter::session::Request;
-use hookbox_adapter::verdict::Output;
+use hookbox_adapter::verdict::{Reading, Request};
+use hookbox_adapter::{Door, ToolUse};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
+use serde_json::Value;
 
 use crate::errors;
+use crate::text::{Text, text};
 
 /// One agent run's guards, pinned to the stack version it started on.
 #[pyclass(frozen, module = "hookbox")]
 pub struct Run(pub binding::Run);
 
 impl Run {
-    /// `f` on the open session, the GIL released.
-    ///
-    /// # Errors
-    /// `FailedClosed` naming the host, cause `limit`, once the run is
-    /// closed.
-    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Session) -> T + Send) -> PyResult<T> {
-        py.detach(|| self.0.with(f))
-            .map_err(|failure| errors::failed_closed(py, &failure))
+    /// `f` on the run's door, the GIL released.
+    fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&Door) -> T + Send) -> T {
+        py.detach(|| f(self.0.door()))
     }
 }
 
-/// `value` (a dict, or JSON text) as JSON text.
-fn json_text(py: Python<'_>, value: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    if let Ok(text) = value.cast::<PyString>() {
-        return Ok(text.to_str()?.to_owned());
+/// `value` (a dict, or JSON text) as JSON: text as it is, anything else
+/// as the value it holds.
+fn json(value: &Bound<'_, PyAny>, what: &str) -> PyResult<hookbox_adapter::Args> {
+    if value.is_instance_of::<PyString>() {
+        return text(value, what).map(hookbox_adapter::Args::Text);
     }
-    let crate::finite::Finite(value) = pythonize::depythonize(value)
-        .map_err(|e| errors::invalid(py, format!("{what} cannot be written as JSON: {e}")))?;
-    Ok(value.to_string())
+    any_json(value, what).map(hookbox_adapter::Args::Json)
+}
+
+/// `value` as the JSON value it holds.
+fn any_json(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Value> {
+    let crate::finite::Finite(value) = pythonize::depythonize(value).map_err(|e| {
+        errors::invalid(value.py(), format!("{what} cannot be written as JSON: {e}"))
+    })?;
+    Ok(value)
 }
 
 #[pymethods]
@@ -55,8 +61,8 @@ impl Run {
     /// (`{"event": "tool-call", "tool_name": ..., "args": ...}`,
     /// a `hookbox.events` TypedDict), or its JSON text.
     fn send(&self, py: Python<'_>, event: &Bound<'_, PyAny>) -> PyResult<Decision> {
-        let event: StepEvent = if let Ok(text) = event.cast::<PyString>() {
-            serde_json::from_str(text.to_str()?).map_err(|e| {
+        let event: StepEvent = if event.is_instance_of::<PyString>() {
+            serde_json::from_str(&text(event, "the event")?).map_err(|e| {
                 errors::invalid(py, format!("not an event in hookbox's JSON form: {e}"))
             })?
         } else {
@@ -64,7 +70,7 @@ impl Run {
                 errors::invalid(py, format!("not an event in hookbox's JSON form: {e}"))
             })?
         };
-        match self.with(py, |s| s.send(&event))? {
+        match self.with(py, |door| door.decide(None, &event)) {
             Ok(decision) => Ok(Decision(decision)),
             Err(failure) => Err(errors::failed_closed(py, &failure)),
         }
@@ -76,79 +82,125 @@ impl Run {
     fn tool_call(
         &self,
         py: Python<'_>,
-        tool_name: String,
+        tool_name: Text,
         args: &Bound<'_, PyAny>,
-        tool_call_id: Option<String>,
+        tool_call_id: Option<Text>,
     ) -> PyResult<ToolCallVerdict> {
-        let args = json_text(py, args, "the arguments")?;
-        self.with(py, |s| s.tool_call(tool_name, &args, tool_call_id))?
+        let call = ToolUse::new(
+            tool_name.0,
+            json(args, "the arguments")?,
+            tool_call_id.map(|t| t.0),
+        );
+        self.with(py, |door| door.tool_call(None, call))
             .map(|call| ToolCallVerdict(call.into()))
             .map_err(|stop| errors::stopped(py, &stop))
     }
 
     /// Asks what the model may read of the tool `tool_name`'s `result`
-    /// (text), after it ran with `args`.
+    /// (text, or any value JSON can carry: guards read it as its JSON
+    /// text), after it ran with `args`.
     #[pyo3(signature = (tool_name, args, result, *, tool_call_id = None))]
     fn tool_result(
         &self,
         py: Python<'_>,
-        tool_name: String,
+        tool_name: Text,
         args: &Bound<'_, PyAny>,
-        result: String,
-        tool_call_id: Option<String>,
+        result: &Bound<'_, PyAny>,
+        tool_call_id: Option<Text>,
     ) -> PyResult<ToolResultVerdict> {
-        let args = json_text(py, args, "the arguments")?;
-        let output = self.with(py, |s| {
-            s.tool_result(tool_name, &args, result, tool_call_id)
-        })?;
-        match output.map_err(|stop| errors::stopped(py, &stop))? {
-            Output::Replace { text, by } => Ok(ToolResultVerdict {
-                text: Some(text),
-                by: Some(by.to_string()),
-            }),
-            _ => Ok(ToolResultVerdict {
-                text: None,
-                by: None,
-            }),
-        }
+        let call = ToolUse::new(
+            tool_name.0,
+            json(args, "the arguments")?,
+            tool_call_id.map(|t| t.0),
+        );
+        let returned = if result.is_instance_of::<PyString>() {
+            Value::String(text(result, "the result")?)
+        } else {
+            any_json(result, "the result")?
+        };
+        let reading = self
+            .with(py, |door| {
+                door.tool_result(None, call, &returned, ToolOutcome::Success)
+            })
+            .map_err(|stop| errors::stopped(py, &stop))?;
+        Ok(ToolResultVerdict(reading))
     }
 
     /// Asks about the model call about to be made: the run's `prompt`,
     /// the `messages` sent this turn (dicts of `role`, one of system, user,
-    /// assistant, tool, and `content`), and the 1-based `turn`.
-    #[pyo3(signature = (prompt, messages, turn))]
+    /// assistant, tool, and `content`), and the 1-based `turn`. With
+    /// `supported` (the patch fields `framework` can apply), a patch of
+    /// any other field ends the run (`FailedClosed` naming its plugin,
+    /// cause `unsupported-flow`) rather than be dropped.
+    #[pyo3(signature = (prompt, messages, turn, *, supported = None, framework = None))]
     fn completion_call(
         &self,
         py: Python<'_>,
-        prompt: String,
+        prompt: Text,
         messages: &Bound<'_, PyAny>,
         turn: u32,
+        supported: Option<Vec<String>>,
+        framework: Option<String>,
     ) -> PyResult<RequestVerdict> {
         let history: Vec<Message> = pythonize::depythonize(messages).map_err(|e| {
             errors::invalid(
                 py,
-                format!("the messages are not a list of {{role, content}} dicts: {e}"),
+                format!(
+                    "the messages are not a list of {{role, content}} dicts (of valid Unicode): {e}"
+                ),
             )
         })?;
-        self.with(py, |s| s.completion_call(prompt, history, turn))?
-            .map(RequestVerdict)
-            .map_err(|stop| errors::stopped(py, &stop))
+        let framework = framework.unwrap_or_else(|| "this framework".to_owned());
+        self.with(py, |door| {
+            let request = door.completion_call(None, prompt.0, history, turn)?;
+            let Some(supported) = supported else {
+                return Ok(request);
+            };
+            let supported: Vec<&str> = supported.iter().map(String::as_str).collect();
+            match request.require_only(&framework, &supported) {
+                Ok(()) => Ok(request),
+                Err(failure) => Err(door.end(failure, EventKind::CompletionCall)),
+            }
+        })
+        .map(RequestVerdict)
+        .map_err(|stop| errors::stopped(py, &stop))
+    }
+
+    /// Ends the run with a failure the caller decided (`plugin`, `cause`,
+    /// `detail`): a stop its framework forces, such as a guard it cannot
+    /// install. Every later event raises it again, as a guard's own
+    /// stop; a run already over keeps its own end. Returns the exception
+    /// to raise.
+    #[pyo3(signature = (detail, *, cause = "unsupported-flow", plugin = None))]
+    fn end(
+        &self,
+        py: Python<'_>,
+        detail: String,
+        cause: &str,
+        plugin: Option<String>,
+    ) -> PyResult<PyErr> {
+        let cause = Cause::from_name(cause).ok_or_else(|| {
+            errors::invalid(
+                py,
+                format!("`{cause}` is not a cause a run fails closed with"),
+            )
+        })?;
+        let failure = match plugin {
+            Some(plugin) => FailClosed::new(&std::sync::Arc::from(plugin.as_str()), cause, detail),
+            None => FailClosed::host(cause, detail),
+        };
+        let stop = self.with(py, |door| door.end(failure, EventKind::ToolCall));
+        Ok(errors::stopped(py, &stop))
     }
 
     /// For the benchmark (bench/python): `n` tool calls of `tool_name`
     /// with `args` (JSON text) decided by Rust's own loop, as `tool_call`
     /// decides each, the GIL released; the seconds they took.
-    fn _time_tool_calls(
-        &self,
-        py: Python<'_>,
-        tool_name: &str,
-        args: &str,
-        n: u32,
-    ) -> PyResult<f64> {
-        self.with(py, |session| {
+    fn _time_tool_calls(&self, py: Python<'_>, tool_name: &str, args: &str, n: u32) -> f64 {
+        self.with(py, |door| {
             let started = std::time::Instant::now();
             for _ in 0..n {
-                let call = session.tool_call(tool_name.to_owned(), args, None);
+                let call = door.tool_call(None, ToolUse::new(tool_name, args, None));
                 std::hint::black_box(call).ok();
             }
             started.elapsed().as_secs_f64()
@@ -156,8 +208,9 @@ impl Run {
     }
 
     /// Ends the run now and gives its plugin instances back to the
-    /// runtime; every later event raises `FailedClosed`. (Dropping the
-    /// last reference to the run does the same, when Python collects it.)
+    /// runtime. A run that had ended raises its end again on every later
+    /// event; one that had not raises `FailedClosed`. (Dropping the last
+    /// reference to the run does the same, when Python collects it.)
     fn close(&self, py: Python<'_>) {
         py.detach(|| self.0.close());
     }
@@ -174,7 +227,7 @@ impl Run {
         self.0.generation()
     }
 
-    /// Whether the run has ended (or never started).
+    /// Whether the run has ended (or never started, or was closed).
     #[getter]
     fn is_over(&self) -> bool {
         self.0.is_over()
@@ -350,24 +403,52 @@ impl ToolCallVerdict {
 }
 
 /// What the model may read of a tool's result.
-#[pyclass(frozen, module = "hookbox", get_all)]
-pub struct ToolResultVerdict {
-    /// The text to pass on instead of the result; None to keep it.
-    text: Option<String>,
-    /// The plugin that rewrote it.
-    by: Option<String>,
-}
+#[pyclass(frozen, module = "hookbox")]
+pub struct ToolResultVerdict(Reading);
 
 #[pymethods]
 impl ToolResultVerdict {
     /// `keep` or `replace`.
     #[getter]
     fn kind(&self) -> &'static str {
-        if self.text.is_some() {
-            "replace"
-        } else {
-            "keep"
+        match self.0 {
+            Reading::Keep => "keep",
+            Reading::Replace { .. } => "replace",
         }
+    }
+
+    /// `replace`: what the model reads instead, as text (a result that was
+    /// not text: the rewrite's JSON text).
+    #[getter]
+    fn text(&self) -> Option<String> {
+        self.0.text()
+    }
+
+    /// `replace`: what the model reads instead, in the result's own shape:
+    /// a str for a str, the same structure (list, dict) with the rewrite's
+    /// values for anything else.
+    #[getter]
+    fn value<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        match &self.0 {
+            Reading::Keep => Ok(None),
+            Reading::Replace { with, .. } => Ok(Some(pythonize::pythonize(py, with)?)),
+        }
+    }
+
+    /// The plugin that rewrote it.
+    #[getter]
+    fn by(&self) -> Option<&str> {
+        match &self.0 {
+            Reading::Keep => None,
+            Reading::Replace { by, .. } => Some(by),
+        }
+    }
+
+    /// `replace`: whether the rewrite fit the result's shape; when it did
+    /// not, `value` is the result's structure with every value withheld.
+    #[getter]
+    fn fits(&self) -> bool {
+        !matches!(self.0, Reading::Replace { fits: false, .. })
     }
 
     fn __repr__(&self) -> String {
