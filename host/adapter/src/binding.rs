@@ -332,8 +332,7 @@ mod tests {
         assert!(!run.is_over());
         run.close();
         assert!(run.is_over());
-        let Some(Stopped::FailedClosed(failure)) = run.door().stopped(hookbox::EventKind::ToolCall)
-        else {
+        let Some(Stopped::FailedClosed(failure)) = run.door().stopped() else {
             panic!("a closed run let an event through");
         };
         assert_eq!(

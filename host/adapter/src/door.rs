@@ -57,9 +57,10 @@ pub struct Door {
     wants: EventKinds,
     /// Set once the run has ended (or was closed).
     over: AtomicBool,
-    /// The outcome that ended the run: remembered once, here, and given to
-    /// every later event, closed or not.
-    end: OnceLock<Outcome>,
+    /// The outcome that ended the run and the kind of event it ended at:
+    /// remembered once, here, and given to every later event, closed or
+    /// not, as the same stop.
+    end: OnceLock<(Outcome, EventKind)>,
     /// Numbers the tool calls that came without an id.
     next_call: AtomicU64,
 }
@@ -197,14 +198,14 @@ impl Door {
         self.over.load(Ordering::Acquire) || self.run.is_err()
     }
 
-    /// The stop that ended the run, if it has ended, as an event of `kind`
-    /// would be told it.
-    pub fn stopped(&self, kind: EventKind) -> Option<Stopped> {
-        let end = match &self.run {
+    /// The stop that ended the run, if it has ended: the same for every
+    /// event that asks after it.
+    pub fn stopped(&self) -> Option<Stopped> {
+        let (end, kind) = match &self.run {
             Err(failure) => return Some(Stopped::FailedClosed(failure.clone())),
             Ok(_) => self.end.get()?,
         };
-        Stopped::settle(end.clone(), kind).err()
+        Stopped::settle(end.clone(), *kind).err()
     }
 
     /// Runs `f` on the run itself (its context, its scratchpads).
@@ -223,11 +224,10 @@ impl Door {
     /// own end.
     ///
     /// Returns the stop to raise now: `failure`, or the end the run had.
-    pub fn end(&self, failure: FailClosed, kind: EventKind) -> Stopped {
-        let end = self.end.get_or_init(|| Err(failure));
+    pub fn end(&self, failure: FailClosed) -> Stopped {
+        self.end.get_or_init(|| (Err(failure), EventKind::ToolCall));
         self.over.store(true, Ordering::Release);
-        Stopped::settle(end.clone(), kind)
-            .err()
+        self.stopped()
             .unwrap_or_else(|| Stopped::FailedClosed(self.closed()))
     }
 
@@ -239,7 +239,8 @@ impl Door {
             Ok(run) => run.lock().unwrap_or_else(|p| p.into_inner()).take(),
             Err(_) => None,
         };
-        self.end.get_or_init(|| Err(self.closed()));
+        self.end
+            .get_or_init(|| (Err(self.closed()), EventKind::ToolCall));
         self.over.store(true, Ordering::Release);
         drop(taken);
     }
@@ -248,7 +249,7 @@ impl Door {
     /// with `ctx`, as [`Run::dispatch`] does; without, as [`Run::step`]
     /// does, the run keeping its own context in step.
     pub fn decide(&self, ctx: Option<&HookContext>, event: &StepEvent) -> Outcome {
-        if let Some(end) = self.end.get() {
+        if let Some((end, _)) = self.end.get() {
             return end.clone();
         }
         let kind = event.kind();
@@ -260,8 +261,7 @@ impl Door {
             return self
                 .end
                 .get()
-                .cloned()
-                .unwrap_or_else(|| Err(self.closed()));
+                .map_or_else(|| Err(self.closed()), |(end, _)| end.clone());
         };
         let asked = catch_unwind(AssertUnwindSafe(|| match ctx {
             Some(ctx) => run.dispatch(ctx, event),
@@ -270,7 +270,7 @@ impl Door {
         let panicked_here = asked.is_err();
         let outcome = asked.unwrap_or_else(|_| Err(panicked()));
         if panicked_here || run.is_over() {
-            self.end.get_or_init(|| outcome.clone());
+            self.end.get_or_init(|| (outcome.clone(), kind));
             self.over.store(true, Ordering::Release);
         }
         outcome
@@ -285,7 +285,17 @@ impl Door {
         ctx: Option<&HookContext>,
         event: &StepEvent,
     ) -> Result<Decision, Stopped> {
-        Stopped::settle(self.decide(ctx, event), event.kind())
+        let outcome = self.decide(ctx, event);
+        self.settle(outcome, event.kind())
+    }
+
+    /// `outcome`, settled as the stop the run ended with (at the event it
+    /// ended at), when it has ended: every later event raises the same.
+    fn settle(&self, outcome: Outcome, kind: EventKind) -> Result<Decision, Stopped> {
+        match self.end.get() {
+            Some((_, ended_at)) => Stopped::settle(outcome, *ended_at),
+            None => Stopped::settle(outcome, kind),
+        }
     }
 
     /// Whether the tool `call` may run; see the first table.
@@ -392,7 +402,8 @@ impl Door {
         match &self.run {
             Ok(run) => run.lock().map_err(|_| {
                 let failure = panicked();
-                self.end.get_or_init(|| Err(failure.clone()));
+                self.end
+                    .get_or_init(|| (Err(failure.clone()), EventKind::ToolCall));
                 self.over.store(true, Ordering::Release);
                 failure
             }),
@@ -454,7 +465,7 @@ impl Door {
         event: StepEvent,
         asking: Asking,
     ) -> Outcome {
-        if let Some(end) = self.end.get() {
+        if let Some((end, _)) = self.end.get() {
             return end.clone();
         }
         let kind = event.kind();
@@ -485,7 +496,8 @@ impl Door {
         asking: Asking,
     ) -> Result<Decision, Stopped> {
         let kind = event.kind();
-        Stopped::settle(self.ask(ctx, event, asking).await, kind)
+        let outcome = self.ask(ctx, event, asking).await;
+        self.settle(outcome, kind)
     }
 
     /// [`Door::tool_call`] from an async loop.
@@ -626,11 +638,11 @@ mod tests {
     fn a_stop_the_door_decides_is_every_later_event_s_end() {
         let door = answering(Flow::Continue);
         let failure = FailClosed::new(&Arc::from("g"), Cause::UnsupportedFlow, "cannot apply");
-        let stop = door.end(failure.clone(), EventKind::CompletionCall);
+        let stop = door.end(failure.clone());
         assert_eq!(stop, Stopped::FailedClosed(failure.clone()));
         assert_eq!(door.decide(None, &tool_call()), Err(failure.clone()));
         // A later stop of its own does not replace the first.
-        let again = door.end(FailClosed::host(Cause::Trap, "x"), EventKind::ToolCall);
+        let again = door.end(FailClosed::host(Cause::Trap, "x"));
         assert_eq!(again, Stopped::FailedClosed(failure));
     }
 
@@ -645,7 +657,7 @@ mod tests {
                 .unwrap_err(),
             Stopped::Terminated {
                 plugin: "guard".into(),
-                event: EventKind::CompletionCall,
+                event: EventKind::ToolCall,
                 reason: "enough".into()
             }
         );

@@ -13,9 +13,7 @@
 //! gets that end again, closed or not: the same exception. Text holding a
 //! lone surrogate is refused as `InvalidEvent` ([`crate::text`]).
 
-use hookbox::{
-    Cause, Decision as CoreDecision, EventKind, FailClosed, Flow, Message, StepEvent, ToolOutcome,
-};
+use hookbox::{Cause, Decision as CoreDecision, FailClosed, Flow, Message, StepEvent, ToolOutcome};
 use hookbox_adapter::binding::{self, CallAnswer};
 use hookbox_adapter::verdict::{Reading, Request};
 use hookbox_adapter::{Door, ToolUse};
@@ -159,7 +157,7 @@ impl Run {
             let supported: Vec<&str> = supported.iter().map(String::as_str).collect();
             match request.require_only(&framework, &supported) {
                 Ok(()) => Ok(request),
-                Err(failure) => Err(door.end(failure, EventKind::CompletionCall)),
+                Err(failure) => Err(door.end(failure)),
             }
         })
         .map(RequestVerdict)
@@ -189,7 +187,7 @@ impl Run {
             Some(plugin) => FailClosed::new(&std::sync::Arc::from(plugin.as_str()), cause, detail),
             None => FailClosed::host(cause, detail),
         };
-        let stop = self.with(py, |door| door.end(failure, EventKind::ToolCall));
+        let stop = self.with(py, |door| door.end(failure));
         Ok(errors::stopped(py, &stop))
     }
 

@@ -236,3 +236,36 @@ def test_a_process_can_hold_many_stacks(examples):
 def test_a_number_json_cannot_carry_is_refused_not_checked_as_null(stack, value):
     with pytest.raises(hookbox.InvalidEvent, match="JSON can carry"):
         stack.start_run().tool_call("write_file", {"path": "a", "size": value})
+
+
+def test_text_a_guard_could_not_read_is_invalid_not_a_unicode_error(stack):
+    run = stack.start_run()
+    name = "report-\udcff.txt"  # a file name that was not UTF-8, as os.fsdecode gives it
+    for ask in (lambda: run.tool_call("read_file", {"path": name}),
+                lambda: run.tool_call(name, {}),
+                lambda: run.tool_result("read_file", {}, f"contents of {name}"),
+                lambda: run.tool_result("read_file", {}, [{"file": name}]),
+                lambda: run.completion_call(name, [], 1),
+                lambda: run.send({"event": "tool-call", "tool_name": name, "args": {}})):
+        with pytest.raises(hookbox.InvalidEvent):
+            ask()
+    assert not run.is_over
+
+
+@pytest.mark.parametrize("end", ["terminate", "fail-closed"])
+def test_a_stop_is_raised_again_on_every_later_event_closed_or_not(examples, end):
+    stack = hookbox.Stack.from_files([examples[-1]], config={"puppet": {"subscribe": "tool-call"}})
+    run = stack.start_run()
+    command = "flow:terminate:enough" if end == "terminate" else "panic"
+    with pytest.raises(hookbox.Stopped) as first:
+        run.tool_call(f"puppet:{command}", {})
+    for closed in (False, True):
+        if closed:
+            run.close()
+        for later in (lambda: run.tool_call("ls", {}), lambda: run.tool_result("ls", {}, "x"),
+                      lambda: run.completion_call("p", [], 2)):
+            with pytest.raises(hookbox.Stopped) as again:
+                later()
+            assert type(again.value) is type(first.value)
+            assert again.value.plugin == first.value.plugin == "puppet"
+            assert str(again.value).split(" (")[0] == str(first.value).split(" (")[0]

@@ -4,6 +4,7 @@ fake chat model: no network, no key."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Annotated, Any
 
 import hookbox
@@ -125,7 +126,7 @@ def test_a_misbehaving_guard_stops_the_run_and_nothing_after_it_runs(stack, comm
         world.invoke(stack, model, f"puppet:{command}")
     assert (failed.value.plugin, failed.value.cause) == ("puppet", cause)
     assert world.ran == [] and model_calls(model) == []
-    assert world.middleware._runs == {}, "the stopped run was let go"
+    assert all(live.run.is_over for live in world.middleware._runs.values()), "the stopped run was not ended"
 
 
 def test_a_guard_trapping_on_a_tool_call_stops_before_the_tool(examples):
@@ -171,7 +172,92 @@ def test_an_invocation_ending_in_an_error_lets_its_run_go(examples):
     for _ in range(4):
         with pytest.raises(RuntimeError, match="provider 500"):
             world.invoke(stack, Failing(sent=[], messages=iter([])), "hi")
-        assert world.middleware._runs == {}
+        assert all(live.run.is_over for live in world.middleware._runs.values())
     # The instance slots were given back: a healthy agent still runs.
     result = world.invoke(stack, scripted("shell", {"command": "ls"}), "hi")
     assert result["messages"][-1].content == "done"
+
+
+@pytest.mark.parametrize("answer", ["json_block", "dict_in_command", "human_in_command", "list"])
+def test_a_result_of_any_shape_is_guarded(stack, answer):
+    from langchain_core.messages import HumanMessage
+
+    @tool
+    def env(tool_call_id: Annotated[str, InjectedToolCallId]) -> Any:
+        """The environment."""
+        return {
+            "json_block": [{"type": "json", "json": {"env": SECRET}}],
+            "dict_in_command": Command(update={"messages": [{"role": "tool", "content": SECRET, "tool_call_id": tool_call_id}]}),
+            "human_in_command": Command(update={"messages": [ToolMessage("ok", tool_call_id=tool_call_id), HumanMessage(SECRET)]}),
+            "list": [ToolMessage(SECRET, tool_call_id=tool_call_id)],
+        }[answer]
+
+    world, model = World(), scripted("env", {})
+    world.tools = [env]
+    world.invoke(stack, model, "look")
+    last = model_calls(model)[-1]
+    assert all("wJalrXUtnFEMI" not in str(m.content) for m in last), last
+    assert any("[REDACTED]" in str(m.content) for m in last), last
+
+
+def test_a_call_beside_a_stopped_one_raises_the_guards_own_stop(examples):
+    """Two tool calls of one turn, asked in parallel: the first stops the
+    run; the second, asked after, gets the same stop, not another error."""
+    stack = hookbox.Stack.from_files([examples[-1]], config={"puppet": {"subscribe": "tool-call,tool-result"}})
+    world = World()
+    stops: list[BaseException] = []
+
+    @tool("puppet:panic")
+    def trap() -> str:
+        """A tool whose name steers the puppet."""
+        return "ran"
+
+    @tool
+    def slow() -> str:
+        """Answers after its sibling has stopped the run."""
+        time.sleep(0.5)
+        return "late"
+
+    def remember(request: Any, handler: Any) -> Any:
+        try:
+            return handler(request)
+        except BaseException as stop:
+            stops.append(stop)
+            raise
+
+    world.tools = [trap, slow]
+    model = ScriptedChat(sent=[], messages=iter([AIMessage(content="", tool_calls=[
+        {"name": "puppet:panic", "args": {}, "id": "a", "type": "tool_call"},
+        {"name": "slow", "args": {}, "id": "b", "type": "tool_call"},
+    ]), AIMessage(content="done")]))
+    class Remembering(HookboxMiddleware):
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return remember(request, lambda r: super(Remembering, self).wrap_tool_call(r, handler))
+
+    world.middleware = Remembering(stack)
+    agent = create_agent(model, tools=world.tools, middleware=[world.middleware])
+    with pytest.raises(hookbox.FailedClosed) as failed:
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert (failed.value.plugin, failed.value.cause) == ("puppet", "trap")
+    assert len(stops) == 2, stops
+    assert all(isinstance(s, hookbox.FailedClosed) and (s.plugin, s.cause) == ("puppet", "trap") for s in stops), stops
+
+
+def test_a_run_with_a_hook_in_flight_is_never_reaped_as_idle(stack):
+    """A tool running past `idle_secs` while another invocation starts: its
+    run stays, and its result is guarded."""
+    world = World()
+
+    @tool
+    def long_job() -> str:
+        """Runs long; meanwhile another invocation of the agent starts."""
+        world.middleware.before_agent({"messages": []}, None)
+        return f"finished: {SECRET}"
+
+    world.tools = [long_job]
+    model = scripted("long_job", {})
+    world.middleware = HookboxMiddleware(stack, idle_secs=0)
+    agent = create_agent(model, tools=world.tools, middleware=[world.middleware])
+    agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    [seen] = tool_messages(model)
+    assert "wJalrXUtnFEMI" not in seen and "[REDACTED]" in seen, seen

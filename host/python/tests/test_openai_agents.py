@@ -220,3 +220,56 @@ def test_runner_run_without_the_model_input_filter_fails_closed_before_any_tool(
         asyncio.run(Runner.run(guard.protect(agent), "write", run_config=guard.run_config()))
     assert len(world.ran) == 1
     assert "<document id=\"house-rules\">" in model.calls[0].system_instructions
+
+
+@pytest.mark.parametrize("rows", [
+    [{"name": "aws", "value": SECRET}],        # records without a `text` field
+    [["aws", SECRET]],                         # rows
+    [{"text": "fine", "note": SECRET}],        # a `text` field beside others
+])
+def test_a_result_of_any_shape_is_guarded_whole(stack, rows):
+    @function_tool
+    def lookup() -> list[Any]:
+        """Rows."""
+        return rows
+
+    model = ScriptedModel([[function_call("lookup", {}, call_id="call_1")], [assistant_message("done")]])
+    asyncio.run(Guard(stack).run(Agent(name="w", model=model, tools=[lookup]), "look"))
+    [seen] = outputs(model)
+    assert "wJalrXUtnFEMI" not in seen and "[REDACTED]" in seen, seen
+
+
+def test_a_sandbox_agent_is_refused_rather_than_left_unguarded(stack):
+    from agents.sandbox import SandboxAgent
+
+    model = ScriptedModel([[function_call("exec_command", {"cmd": "rm -rf /"}, call_id="c1")], [assistant_message("done")]])
+    with pytest.raises(hookbox.HookboxError, match="SandboxAgent"):
+        Guard(stack).protect(SandboxAgent(name="box", model=model))
+    assert model.calls == () or list(model.calls) == []
+
+
+def test_a_handoff_is_asked_as_a_tool_call_before_on_handoff_runs(examples):
+    from agents import handoff
+    from pydantic import BaseModel
+
+    class Why(BaseModel):
+        command: str
+
+    handed: list[str] = []
+    sub = Agent(name="sub", model=ScriptedModel([[assistant_message("sub done")]]))
+    target = handoff(sub, on_handoff=lambda ctx, why: handed.append(why.command), input_type=Why)
+    main = Agent(name="main", model=ScriptedModel([[function_call("transfer_to_sub", {"command": "rm -rf /"}, call_id="c1")]]),
+                 handoffs=[target])
+    # deny-tools answers skip to `rm -rf`: the SDK cannot answer a handoff,
+    # so the run ends naming the guard, and on_handoff never ran.
+    stack = hookbox.Stack.from_files([examples[0]])
+    with pytest.raises(hookbox.FailedClosed) as stopped:
+        asyncio.run(Guard(stack).run(main, "go"))
+    assert stopped.value.plugin == "deny-tools" and stopped.value.cause == "unsupported-flow"
+    assert handed == []
+    # A harmless handoff is taken, its arguments as they were.
+    ok = Agent(name="main", model=ScriptedModel([[function_call("transfer_to_sub", {"command": "ls"}, call_id="c1")]]),
+               handoffs=[target])
+    sub.model = ScriptedModel([[assistant_message("sub done")]])
+    assert asyncio.run(Guard(stack).run(ok, "go")).final_output == "sub done"
+    assert handed == ["ls"]

@@ -187,3 +187,57 @@ def test_an_output_function_is_guarded_as_a_tool_call(stack):
     with pytest.raises(UnexpectedModelBehavior):
         agent.run_sync("go")
     assert ran == []
+
+
+def _external(world: World, stack: hookbox.Stack) -> Agent[None, Any]:
+    from pydantic_ai import DeferredToolRequests
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import ExternalToolset
+
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}
+    return Agent(FunctionModel(world.model), output_type=[str, DeferredToolRequests],
+                 toolsets=[ExternalToolset([ToolDefinition(name="remote", parameters_json_schema=schema)])],
+                 capabilities=[HookboxCapability(stack)])
+
+
+def test_a_skipped_external_call_is_answered_in_the_run_not_handed_to_the_application(stack):
+    world = World(("remote", {"command": "rm -rf /"}))
+    result = _external(world, stack).run_sync("go")
+    assert result.output == "done", result.output
+    [answer] = world.returned
+    assert "rm -rf" in str(answer) or "denied" in str(answer).lower(), answer
+
+
+def test_an_external_call_goes_out_rewritten_and_its_result_comes_back_guarded(stack, tmp_path):
+    from pydantic_ai import DeferredToolResults
+
+    world = World(("remote", {"command": "env"}))
+    agent = _external(world, stack)
+    first = agent.run_sync("look")
+    [call] = first.output.calls
+    assert call.args_as_dict() == {"command": "env"}
+    agent.run_sync(message_history=first.all_messages(),
+                   deferred_tool_results=DeferredToolResults(calls={call.tool_call_id: f"env: {SECRET}"}))
+    assert world.returned and all("wJalrXUtnFEMI" not in str(r) for r in world.returned), world.returned
+
+
+def test_a_skip_is_for_its_call_only_not_a_later_one_reusing_the_id(stack):
+    ran: list[str] = []
+
+    def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:  # denied, and invalid (no `text`): never executed
+            return ModelResponse(parts=[ToolCallPart("write_file", {"path": "rm -rf /"}, tool_call_id="c1")])
+        if len(messages) == 3:  # the same id, allowed
+            return ModelResponse(parts=[ToolCallPart("write_file", {"path": "a.txt", "text": "x"}, tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    agent = Agent(FunctionModel(model), capabilities=[HookboxCapability(stack)])
+
+    @agent.tool_plain
+    def write_file(path: str, text: str) -> str:
+        """Write."""
+        ran.append(path)
+        return "ok"
+
+    agent.run_sync("go")
+    assert len(ran) == 1 and ran[0].endswith("a.txt"), ran

@@ -173,23 +173,43 @@ class Run:
         self,
         tool_name: str,
         args: Args,
-        result: str,
+        result: Any,
         *,
         tool_call_id: Optional[str] = None,
     ) -> ToolResultVerdict:
-        """After a tool ran with `args`: `kind` is `keep`, or `replace` with
-        `text`, what the model reads instead. Raises `Stopped` when the run
-        ends."""
+        """After a tool ran with `args`: `result` is text, or any value JSON
+        can carry (a list, records, content blocks), which the guards read
+        whole as its JSON text. `kind` is `keep`, or `replace`: `value` is
+        what the model reads instead, in the result's own shape (a str for
+        a str, the same structure for anything else), `text` the same as
+        text. Raises `Stopped` when the run ends."""
         return self._native.tool_result(tool_name, args, result, tool_call_id=tool_call_id)
 
     def completion_call(
-        self, prompt: str, messages: list[events.Message], turn: int
+        self,
+        prompt: str,
+        messages: list[events.Message],
+        turn: int,
+        *,
+        supported: Optional[list[str]] = None,
+        framework: Optional[str] = None,
     ) -> RequestVerdict:
         """Before a model call: `kind` is `continue`, or `patch`, this turn
-        only (`system()` gives the system text it makes; `require_only()`
-        refuses fields a framework cannot apply). Raises `Stopped` when the
-        run ends."""
-        return self._native.completion_call(prompt, messages, turn)
+        only (`system()` gives the system text it makes). With `supported`,
+        the patch fields `framework` can apply, a patch of any other field
+        ends the run (`FailedClosed`, unsupported-flow) rather than be
+        dropped. Raises `Stopped` when the run ends."""
+        return self._native.completion_call(
+            prompt, messages, turn, supported=supported, framework=framework
+        )
+
+    def end(self, detail: str, *, cause: str = "unsupported-flow", plugin: Optional[str] = None) -> Stopped:
+        """Ends the run with a stop the caller decided (a framework guard
+        that cannot apply what a guard answered): `FailedClosed` naming
+        `plugin` (or the host) with `cause` and `detail`. Every later event
+        raises it again, as it would a guard's own stop; a run already over
+        keeps its end. Returns the exception to raise."""
+        return self._native.end(detail, cause=cause, plugin=plugin)
 
     async def asend(self, event: Union[events.Event, str]) -> Decision:
         """`send`, on a worker thread: the event loop goes on meanwhile."""
@@ -207,7 +227,7 @@ class Run:
         self,
         tool_name: str,
         args: Args,
-        result: str,
+        result: Any,
         *,
         tool_call_id: Optional[str] = None,
     ) -> ToolResultVerdict:
@@ -217,14 +237,24 @@ class Run:
         )
 
     async def acompletion_call(
-        self, prompt: str, messages: list[events.Message], turn: int
+        self,
+        prompt: str,
+        messages: list[events.Message],
+        turn: int,
+        *,
+        supported: Optional[list[str]] = None,
+        framework: Optional[str] = None,
     ) -> RequestVerdict:
         """`completion_call`, on a worker thread."""
-        return await asyncio.to_thread(self._native.completion_call, prompt, messages, turn)
+        return await asyncio.to_thread(
+            self._native.completion_call, prompt, messages, turn, supported=supported, framework=framework
+        )
 
     def close(self) -> None:
         """Ends the run now, giving its plugin instances back to the
-        runtime; every later event raises `FailedClosed`. A run is also
+        runtime. A run that had ended raises its end again on every later
+        event (the same `Terminated` or `FailedClosed`); one that had not
+        raises `FailedClosed` naming the host. A run is also
         closed when Python collects it; `with stack.start_run() as run:`
         closes it at the block's end."""
         self._native.close()

@@ -3,6 +3,7 @@ event's history): one function per framework's shape, nothing else."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -28,6 +29,24 @@ def text_of(content: Any) -> str:
                 parts.append(part.text)
         return "\n".join(parts)
     return json.dumps(content, default=str)
+
+
+def jsonable(value: Any) -> Any:
+    """A tool's result as a value JSON can carry, its shape kept, for the
+    guards to read whole: text as is; lists, tuples and dicts item by item;
+    a model (pydantic, dataclass) as its fields; anything else as the text
+    a framework would send for it (`str`)."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [jsonable(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if hasattr(value, "model_dump"):
+        return jsonable(value.model_dump(mode="json"))
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return jsonable(dataclasses.asdict(value))
+    return str(value)
 
 
 def from_responses_items(items: Any, instructions: str | None) -> list[Message]:

@@ -14,13 +14,16 @@ hookbox's guardrails. Each hookbox event maps to the SDK's own hook:
 | tool-call | tool input guardrail of every function tool | allow | the tool's invoker runs with the rewritten arguments (`apply_rewrites=False`: rejected, the tool does not run) | `reject_content`: the reason is the tool's output, the tool does not run | `raise_exception`: `ToolInputGuardrailTripwireTriggered` |
 | tool-result | tool output guardrail | allow | `reject_content` with the rewrite: what the model reads | — | `raise_exception`: `ToolOutputGuardrailTripwireTriggered` |
 
+| tool-call of a handoff (`transfer_to_...`) | the handoff's invocation, before its `on_handoff` | the handoff is taken | taken with the rewritten arguments | the SDK cannot answer a handoff instead of taking it: the run ends (`FailedClosed`, unsupported-flow, naming the guard) | raised |
+
 A rewrite never grants: the SDK's own approvals (`needs_approval`) still
 decide. `protect` guards every agent a run can reach: the agents it hands
 off to (an `Agent`, or a `handoff()` whose agent is protected when the
 handoff is taken) and agents used as tools (which must be protected
 themselves: `guard.protect(inner).as_tool(...)`). What the SDK gives no
 guardrail hook is refused rather than left unguarded: a hosted tool, an MCP
-server's tools.
+server's tools, and a `SandboxAgent` (its capabilities add `exec_command`,
+`apply_patch` ... when the run starts, past any guardrail).
 
 `Runner.run` called directly must be given both halves of the guard, or the
 run fails closed before any tool runs or any output is returned:
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import copy
 import dataclasses
 from collections.abc import Iterator
 from typing import Any, Optional
@@ -46,6 +50,7 @@ from agents import (
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
     ToolOutputGuardrailData,
+    handoff,
     input_guardrail,
     output_guardrail,
     tool_input_guardrail,
@@ -53,10 +58,15 @@ from agents import (
 )
 from agents.run_config import CallModelData, ModelInputData
 
-from . import HookboxError, RequestVerdict, Run, Stack, Stopped
-from ._messages import from_responses_items, text_of
+from . import FailedClosed, HookboxError, RequestVerdict, Run, Stack, Stopped
+from ._messages import from_responses_items, jsonable
 
 __all__ = ["Guard"]
+
+try:
+    from agents.sandbox import SandboxAgent as _SandboxAgent
+except ImportError:  # an SDK without sandboxes
+    _SandboxAgent = None
 
 _FRAMEWORK = "the OpenAI Agents SDK"
 # What `call_model_input_filter` can change of a model call.
@@ -133,6 +143,12 @@ class Guard:
             return agent
         if id(agent) in done:
             return done[id(agent)]
+        if _SandboxAgent is not None and isinstance(agent, _SandboxAgent):
+            raise HookboxError(
+                f"agent {agent.name!r} is a SandboxAgent, whose capabilities add tools (exec_command, apply_patch ...) "
+                "when the run starts, past any guardrail, so hookbox cannot guard them; use an Agent with function tools "
+                "(guard a sandbox's shell with `hookbox hook` instead)"
+            )
         if agent.mcp_servers:
             raise HookboxError(
                 f"agent {agent.name!r} has MCP servers, whose tools the SDK runs without a function tool's guardrails; "
@@ -167,15 +183,29 @@ class Guard:
     def _guards(self, agent: Any) -> bool:
         return getattr(agent, "_hookbox_guard", None) is self
 
-    def _handoff(self, handoff: Any, done: dict[int, Agent[Any]]) -> Any:
-        if isinstance(handoff, Agent):
-            return self._protect(handoff, done)
-        invoke = handoff.on_invoke_handoff
+    def _handoff(self, target: Any, done: dict[int, Agent[Any]]) -> Any:
+        """The handoff to `target`, asked as a tool call before it is taken
+        (before its `on_handoff` runs), to an agent that is protected."""
+        if isinstance(target, Agent):
+            target = handoff(self._protect(target, done))
+        invoke = target.on_invoke_handoff
+        name = target.tool_name
 
-        async def protected_invoke(ctx: Any, args: str) -> Agent[Any]:
-            return self.protect(await invoke(ctx, args))
+        async def asked_invoke(ctx: Any, args: str) -> Agent[Any]:
+            run = _session().run
+            verdict = await run.atool_call(name, args or "{}")
+            if verdict.kind != "run":
+                raise run.end(
+                    f"answered the handoff `{name}` with {verdict.kind} ({verdict.reason}); the SDK cannot answer a "
+                    "handoff instead of taking it, so the run ends",
+                    plugin=verdict.by,
+                )
+            return self.protect(await invoke(ctx, verdict.args if verdict.rewritten else args))
 
-        return dataclasses.replace(handoff, on_invoke_handoff=protected_invoke)
+        asked = dataclasses.replace(target, on_invoke_handoff=asked_invoke)
+        # `replace` leaves out what `handoff()` set after construction.
+        object.__setattr__(asked, "_agent_ref", getattr(target, "_agent_ref", None))
+        return asked
 
     def run_config(self, config: Optional[RunConfig] = None) -> RunConfig:
         """`config` (or a new one) with hookbox's model input filter; one
@@ -214,12 +244,13 @@ class Guard:
             session.ran_with[call_id] = args
             return await invoke(ctx, args)
 
-        return dataclasses.replace(
-            tool,
-            on_invoke_tool=guarded_invoke if self.apply_rewrites else invoke,
-            tool_input_guardrails=[self._tool_input, *(tool.tool_input_guardrails or [])],
-            tool_output_guardrails=[self._tool_output, *(tool.tool_output_guardrails or [])],
-        )
+        # A copy, its fields set: subclasses of FunctionTool (the SDK's
+        # own shell tools) take no dataclass `replace`.
+        guarded = copy.copy(tool)
+        guarded.on_invoke_tool = guarded_invoke if self.apply_rewrites else invoke
+        guarded.tool_input_guardrails = [self._tool_input, *(tool.tool_input_guardrails or [])]
+        guarded.tool_output_guardrails = [self._tool_output, *(tool.tool_output_guardrails or [])]
+        return guarded
 
     async def _first_turn(self, ctx: Any, agent: Agent[Any], user_input: Any) -> GuardrailFunctionOutput:
         session = _session()
@@ -238,11 +269,19 @@ class Guard:
         session.turn += 1
         model = data.model_data
         if session.turn == 1 and session.first is not None:
+            # Asked by the input guardrail, whose tripwire is for a stop; a
+            # patch the filter cannot apply ends the run here, as on every
+            # later turn.
             verdict = session.first
+            try:
+                verdict.require_only(_FRAMEWORK, _PATCHABLE)
+            except FailedClosed as refused:
+                raise session.run.end(refused.detail, plugin=refused.plugin) from None
         else:
             messages = from_responses_items(model.input, model.instructions)
-            verdict = await session.run.acompletion_call(session.prompt, messages, session.turn)
-        verdict.require_only(_FRAMEWORK, _PATCHABLE)
+            verdict = await session.run.acompletion_call(
+                session.prompt, messages, session.turn, supported=_PATCHABLE, framework=_FRAMEWORK
+            )
         if verdict.kind == "continue":
             return model
         return ModelInputData(input=model.input, instructions=verdict.system(model.instructions))
@@ -272,11 +311,14 @@ class Guard:
     async def _tool_result(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
         output = data.output
-        text = output if isinstance(output, str) else text_of(output)
         try:
             session = _session()
             args = session.ran_with.pop(ctx.tool_call_id, ctx.tool_arguments or "{}")
-            verdict = await session.run.atool_result(ctx.tool_name, args, text, tool_call_id=ctx.tool_call_id)
+            # Whole, whatever its shape: the SDK sends a list of records
+            # (rows) as `str(output)`, every field of it.
+            verdict = await session.run.atool_result(
+                ctx.tool_name, args, jsonable(output), tool_call_id=ctx.tool_call_id
+            )
         except HookboxError as stop:
             return ToolGuardrailFunctionOutput.raise_exception(output_info=stop)
         if verdict.kind == "replace":
