@@ -30,7 +30,7 @@
 
 import { wrapLanguageModel } from 'ai';
 
-import { FailedClosed, HookboxError, Stopped, Terminated } from './errors.js';
+import { FailedClosed, HookboxError, Stopped } from './errors.js';
 
 const FRAMEWORK = 'the Vercel AI SDK';
 // What a model call's parameters can take of a request patch.
@@ -167,16 +167,7 @@ export class GuardedRun {
   /** Sends `event`; a terminate ends the run (thrown, and for every later step). */
   async #decide(event) {
     const decision = await this.run.send(event);
-    if (decision.flow === 'terminate') {
-      const plugin = decision.plugin ?? 'hookbox';
-      this.run.end(
-        new Terminated(`hookbox stopped the run: plugin "${plugin}" terminated it at ${event.event}: ${decision.reason}`, {
-          plugin,
-          event: event.event,
-          reason: decision.reason,
-        }),
-      );
-    }
+    if (decision.flow === 'terminate') throw this.run.stopped;
     return decision;
   }
 

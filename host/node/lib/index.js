@@ -149,7 +149,6 @@ export class Stack {
  */
 export class Run {
   #native;
-  #stop;
 
   /** @internal */
   constructor(nativeRun) {
@@ -226,18 +225,27 @@ export class Run {
   }
 
   /**
-   * Ends the run with `error` (a `Stopped`): what an adapter calls when a
-   * framework cannot honour a decision, so every later step throws it too.
+   * Ends the run with `error` (a `FailedClosed`: its `plugin`, `cause`
+   * and `detail`): what an adapter calls when a framework cannot honour a
+   * decision. Every later step throws the same stop, as after a guard's
+   * own; a run already over keeps its end. Throws the run's stop.
    */
   end(error) {
-    this.#stop ??= error;
+    const stop = this.#native.end(error.plugin ?? undefined, error.cause ?? 'unsupported-flow', error.detail ?? error.message);
     this.close();
-    throw this.#stop;
+    throw stopped(stop);
+  }
+
+  /** How the run ended (the `Stopped` every later step throws), if it has. */
+  get stopped() {
+    const stop = this.#native.stop;
+    return stop ? stopped(stop) : undefined;
   }
 
   /**
-   * Ends the run now, giving its plugin instances back; every later step
-   * rejects with `FailedClosed` naming the host.
+   * Ends the run now, giving its plugin instances back. A run that had
+   * ended throws its end again on every later step; one that had not
+   * throws `FailedClosed` naming the host.
    */
   close() {
     this.#native.close();
@@ -259,7 +267,7 @@ export class Run {
 
   /** Whether the run has ended (every later step throws its end). */
   get isOver() {
-    return this.#stop !== undefined || this.#native.isOver;
+    return this.#native.isOver;
   }
 
   /** @internal For bench/node: `n` tool calls decided by Rust's own loop; seconds. */
@@ -267,22 +275,15 @@ export class Run {
     return this.#native.timeToolCalls(toolName, this.#args(args), n);
   }
 
-  #ended() {
-    if (this.#stop) throw this.#stop;
-  }
-
   #event(event) {
-    this.#ended();
     return json(event, 'the event');
   }
 
   #args(args) {
-    this.#ended();
     return json(args ?? {}, 'the arguments');
   }
 
   #messages(messages) {
-    this.#ended();
     return json(messages ?? [], 'the messages');
   }
 

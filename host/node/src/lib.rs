@@ -430,6 +430,26 @@ impl Run {
         Ok(started.elapsed().as_secs_f64())
     }
 
+    /// Ends the run with a failure its adapter decided (`plugin`, or the
+    /// host; `cause`; `detail`), replayed to every later step as a guard's
+    /// stop is; a run already over keeps its end. Returns the stop.
+    #[napi]
+    pub fn end(&self, plugin: Option<String>, cause: String, detail: String) -> Result<Stop> {
+        let cause = hookbox::Cause::from_name(&cause)
+            .ok_or_else(|| invalid(format!("`{cause}` is not a cause a run fails closed with")))?;
+        let failure = match plugin {
+            Some(plugin) => FailClosed::new(&Arc::from(plugin.as_str()), cause, detail),
+            None => FailClosed::host(cause, detail),
+        };
+        Ok(Stop::of(&self.0.door().end(failure)))
+    }
+
+    /// How the run ended, if it has: the same stop every later step gets.
+    #[napi(getter)]
+    pub fn stop(&self) -> Option<Stop> {
+        self.0.door().stopped().map(|stop| Stop::of(&stop))
+    }
+
     /// Ends the run now and gives its plugin instances back.
     #[napi]
     pub fn close(&self) {

@@ -188,3 +188,27 @@ test('a process can hold many stacks', async () => {
   const stacks = Array.from({ length: 20 }, () => examples().stack);
   for (const stack of stacks) assert.equal((await stack.startRun().toolCall('read_file', {})).kind, 'run');
 });
+
+test('a stop is thrown again, the same, on every later step, closed or not', async () => {
+  const stack = Stack.fromFiles([guest('puppet')], { config: { puppet: { subscribe: 'tool-call' } } });
+  for (const command of ['flow:terminate:enough', 'panic']) {
+    const run = stack.startRun();
+    const first = await run.toolCall(`puppet:${command}`, {}).catch((stop) => stop);
+    assert.ok(first instanceof Stopped, String(first));
+    for (const closed of [false, true]) {
+      if (closed) run.close();
+      for (const later of [
+        () => run.toolCall('ls', {}),
+        () => run.toolResult('ls', {}, 'x'),
+        () => run.completionCall('p', [], 2),
+        () => Promise.resolve().then(() => run.toolCallSync('ls', {})),
+      ]) {
+        const again = await later().then(() => undefined, (stop) => stop);
+        assert.equal(again?.constructor, first.constructor);
+        assert.equal(again.message, first.message);
+        assert.equal(again.plugin, 'puppet');
+      }
+    }
+    assert.equal(run.stopped.message, first.message);
+  }
+});
