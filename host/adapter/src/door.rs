@@ -205,7 +205,12 @@ impl Door {
             Err(failure) => return Some(Stopped::FailedClosed(failure.clone())),
             Ok(_) => self.end.get()?,
         };
-        Stopped::settle(end.clone(), *kind).err()
+        Some(match Stopped::settle(end.clone(), *kind) {
+            Err(stop) => stop,
+            // A fail on an invalid tool call: its own event took the
+            // client's way; for every later one, the run failed.
+            Ok(failed) => Stopped::run_failed(&failed.by()),
+        })
     }
 
     /// Runs `f` on the run itself (its context, its scratchpads).
@@ -219,13 +224,27 @@ impl Door {
     }
 
     /// Ends the run with a stop the door decided itself (a patch its
-    /// client cannot apply, a guard left half-installed): every later
+    /// client cannot apply, a flow its client cannot take): every later
     /// event gets it, as it gets a guard's. A run already over keeps its
     /// own end.
     ///
-    /// Returns the stop to raise now: `failure`, or the end the run had.
-    pub fn end(&self, failure: FailClosed) -> Stopped {
-        self.end.get_or_init(|| (Err(failure), EventKind::ToolCall));
+    /// Returns the stop to raise now: `stop`, or the end the run had.
+    pub fn end(&self, stop: impl Into<Stopped>) -> Stopped {
+        let end = match stop.into() {
+            Stopped::FailedClosed(failure) => (Err(failure), EventKind::ToolCall),
+            Stopped::Terminated {
+                plugin,
+                event,
+                reason,
+            } => (
+                Ok(Decision {
+                    plugin: Some(Arc::from(plugin.as_str())),
+                    ..Decision::new(Flow::Terminate(reason))
+                }),
+                event,
+            ),
+        };
+        self.end.get_or_init(|| end);
         self.over.store(true, Ordering::Release);
         self.stopped()
             .unwrap_or_else(|| Stopped::FailedClosed(self.closed()))
@@ -285,17 +304,10 @@ impl Door {
         ctx: Option<&HookContext>,
         event: &StepEvent,
     ) -> Result<Decision, Stopped> {
-        let outcome = self.decide(ctx, event);
-        self.settle(outcome, event.kind())
-    }
-
-    /// `outcome`, settled as the stop the run ended with (at the event it
-    /// ended at), when it has ended: every later event raises the same.
-    fn settle(&self, outcome: Outcome, kind: EventKind) -> Result<Decision, Stopped> {
-        match self.end.get() {
-            Some((_, ended_at)) => Stopped::settle(outcome, *ended_at),
-            None => Stopped::settle(outcome, kind),
+        if let Some(stop) = self.stopped() {
+            return Err(stop);
         }
+        Stopped::settle(self.decide(ctx, event), event.kind())
     }
 
     /// Whether the tool `call` may run; see the first table.
@@ -495,9 +507,11 @@ impl Door {
         event: StepEvent,
         asking: Asking,
     ) -> Result<Decision, Stopped> {
+        if let Some(stop) = self.stopped() {
+            return Err(stop);
+        }
         let kind = event.kind();
-        let outcome = self.ask(ctx, event, asking).await;
-        self.settle(outcome, kind)
+        Stopped::settle(self.ask(ctx, event, asking).await, kind)
     }
 
     /// [`Door::tool_call`] from an async loop.
@@ -515,6 +529,26 @@ impl Door {
             Err(refused) => return Ok(refused),
         };
         call_verdict(self.ask_observe(ctx, event, asking).await, asked)
+    }
+
+    /// [`Door::completion_call`] from an async loop.
+    ///
+    /// # Errors
+    /// The stop, when the run ends.
+    pub async fn ask_completion_call(
+        self: &Arc<Self>,
+        ctx: Option<HookContext>,
+        prompt: String,
+        history: Vec<Message>,
+        turn: u32,
+        asking: Asking,
+    ) -> Result<Request, Stopped> {
+        let event = StepEvent::CompletionCall(CompletionCall {
+            prompt,
+            history,
+            turn,
+        });
+        Ok(Request::of(self.ask_observe(ctx, event, asking).await?))
     }
 
     /// [`Door::tool_result`] from an async loop.
@@ -632,6 +666,23 @@ mod tests {
         let replayed = door.decide(None, &tool_call()).unwrap();
         assert_eq!(replayed.flow, Flow::Terminate("no".into()));
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_fail_on_an_invalid_tool_call_is_that_call_s_and_every_later_event_s_stop() {
+        let door = answering(Flow::Fail);
+        let invalid = StepEvent::InvalidToolCall(hookbox::InvalidToolCall {
+            tool_name: "nope".into(),
+            ..hookbox::InvalidToolCall::default()
+        });
+        // Its own event goes the client's way (the fail is the answer) ...
+        assert_eq!(door.observe(None, &invalid).unwrap().flow, Flow::Fail);
+        // ... and every later one is stopped: the run failed.
+        assert_eq!(
+            door.tool_call(None, use_of("{}")).unwrap_err(),
+            Stopped::run_failed("guard")
+        );
+        assert_eq!(door.stopped(), Some(Stopped::run_failed("guard")));
     }
 
     #[test]

@@ -16,12 +16,11 @@ use futures_util::StreamExt;
 use hookbox::watch::StackSource;
 use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, StepEvent, Stopped};
 use hookbox::{
-    CompletionCall, CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished,
-    StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta, ToolError, ToolErrorKind,
-    ToolOutcome, ToolResult,
+    CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished, StreamResponseFinish,
+    TextDelta, ToolCallDelta, ToolError, ToolErrorKind, ToolOutcome,
 };
-use hookbox_adapter::verdict::{self, Output};
-use hookbox_adapter::{Asking, Door};
+use hookbox_adapter::verdict::{Call as Verdict, Reading};
+use hookbox_adapter::{Args, Asking, Door, ToolUse};
 use llm_stack::intercept::{
     Interceptor, InterceptorStack, Next, ToolExec, ToolRequest, ToolResponse,
 };
@@ -70,7 +69,6 @@ impl Guard {
                 turn: AtomicU32::new(0),
                 streaming: AtomicBool::new(true),
                 allowed: Mutex::new(None),
-                stopped: Mutex::new(None),
             }),
         })
     }
@@ -97,27 +95,18 @@ struct Shared {
     /// narrowed them (its tools, or a tool choice of none): a call to any
     /// other is an invalid tool call, not a call llm-stack would run.
     allowed: Mutex<Option<HashSet<String>>>,
-    /// Set once: why the run ended. Everything after it refuses.
-    stopped: Mutex<Option<Stopped>>,
 }
 
 impl GuardRun {
-    /// Why the stack ended the run, if it did.
+    /// Why the stack ended the run, if it did: the run's end, which its
+    /// door remembers.
     pub fn stopped(&self) -> Option<Stopped> {
-        self.shared
-            .stopped
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.shared.door.stopped()
     }
 
-    fn stop(&self, stopped: Stopped) -> Stopped {
-        let mut slot = self
-            .shared
-            .stopped
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        slot.get_or_insert(stopped).clone()
+    /// Ends the run with `stopped` (the first stop stays).
+    fn stop(&self, stopped: impl Into<Stopped>) -> Stopped {
+        self.shared.door.end(stopped)
     }
 
     fn context(&self) -> hookbox::HookContext {
@@ -140,42 +129,31 @@ impl GuardRun {
     /// runtime, the worker's other tasks handed off; on the blocking pool
     /// on a current-thread one). `Err` ends the run.
     async fn ask(&self, event: StepEvent) -> Result<Decision, Stopped> {
-        if let Some(stopped) = self.stopped() {
-            return Err(stopped);
-        }
-        let kind = event.kind();
-        let outcome = self
+        let asked = self
             .shared
             .door
-            .ask(Some(self.context()), event, Asking::OffExecutor)
+            .ask_observe(Some(self.context()), event, Asking::OffExecutor)
             .await;
-        self.settle(outcome, kind)
+        self.failed(asked)
     }
 
     /// [`GuardRun::ask`] from one of llm-stack's synchronous callbacks: on a
     /// multi-threaded runtime the worker hands its other tasks off while
     /// the guard runs (`block_in_place`); elsewhere it blocks in place.
     fn ask_blocking(&self, event: StepEvent) -> Result<Decision, Stopped> {
-        if let Some(stopped) = self.stopped() {
-            return Err(stopped);
-        }
-        let kind = event.kind();
         let ctx = self.context();
-        let outcome =
-            hookbox_adapter::blocking_here(|| self.shared.door.decide(Some(&ctx), &event));
-        self.settle(outcome, kind)
+        let asked = hookbox_adapter::blocking_here(|| self.shared.door.observe(Some(&ctx), &event));
+        self.failed(asked)
     }
 
-    /// The outcome as llm-stack takes it; a stop is kept, the first one.
     /// A fail ends the run here wherever it comes (llm-stack has no way to
-    /// fail an invalid tool call but ending the run).
-    fn settle(&self, outcome: hookbox::Outcome, kind: EventKind) -> Result<Decision, Stopped> {
-        match Stopped::settle(outcome, kind) {
+    /// fail an invalid tool call but ending the run): the run's end.
+    fn failed(&self, asked: Result<Decision, Stopped>) -> Result<Decision, Stopped> {
+        match asked {
             Ok(decision) if decision.flow == Flow::Fail => {
                 Err(self.stop(Stopped::run_failed(&decision.by())))
             }
-            Ok(decision) => Ok(decision),
-            Err(stop) => Err(self.stop(stop)),
+            asked => asked,
         }
     }
 
@@ -319,7 +297,7 @@ impl GuardRun {
                         call.name
                     ),
                 );
-                ToolApproval::Deny(self.stop(failure.into()).reason())
+                ToolApproval::Deny(self.stop(failure).reason())
             }
             // Every subscribed plugin continued, or one answered fail: the
             // stack's answer is fail, which ends the run.
@@ -372,16 +350,23 @@ impl GuardedProvider {
             .streaming
             .store(streaming, Ordering::Relaxed);
         let prompt = map::prompt(&params.messages);
-        let call = StepEvent::CompletionCall(CompletionCall {
-            prompt: prompt.clone(),
-            history: params.messages.iter().map(map::message).collect(),
-            turn,
-        });
-        let decision = self.run.ask(call).await.map_err(|s| stop_error(&s))?;
-        let plugin = decision.by();
-        let patched = match decision.flow {
-            Flow::PatchRequest(patch) => map::apply_patch(patch, params, &plugin)
-                .map_err(|failure| stop_error(&self.run.stop(failure.into())))?,
+        let history = params.messages.iter().map(map::message).collect();
+        let request = self
+            .run
+            .shared
+            .door
+            .ask_completion_call(
+                Some(self.run.context()),
+                prompt.clone(),
+                history,
+                turn,
+                Asking::OffExecutor,
+            )
+            .await
+            .map_err(|s| stop_error(&s))?;
+        let patched = match (request.patch, request.by) {
+            (Some(patch), Some(plugin)) => map::apply_patch(patch, params, &plugin)
+                .map_err(|failure| stop_error(&self.run.stop(failure)))?,
             _ => params.clone(),
         };
         *self
@@ -577,33 +562,30 @@ impl ToolGuard {
         };
         // The one canonical form: what the guards check is what the tool
         // gets.
-        let raw = input.arguments.to_string();
-        let asked = hookbox::json::canonical(&raw).unwrap_or(raw);
-        let call = StepEvent::ToolCall(ToolCall {
-            tool_name: input.name.clone(),
-            tool_call_id: Some(input.call_id.clone()),
-            internal_call_id: input.call_id.clone(),
-            args: asked.clone(),
-        });
+        let call = ToolUse::new(
+            input.name.as_str(),
+            Args::Json(input.arguments.clone()),
+            Some(input.call_id.clone()),
+        );
+        let door = &self.run.shared.door;
+        let asked = door
+            .ask_tool_call(Some(self.run.context()), call, Asking::OffExecutor)
+            .await;
         // Not run (skipped, or refused): the reason is the call's result,
         // and the guards see that result like any other, with the
         // arguments the deciding hook saw.
-        let (args, skipped) = match verdict::tool_call(self.run.ask(call).await, asked.clone()) {
-            verdict::Call::Stop(stopped) => return refused(stopped),
-            verdict::Call::Run { args, .. } => (args, None),
-            verdict::Call::Skip { reason, args, .. } => (args, Some(reason)),
-            verdict::Call::Refuse { why, .. } => (asked, Some(why)),
+        let run_with = match asked {
+            Err(stopped) | Ok(Verdict::Stop(stopped)) => return refused(stopped),
+            Ok(Verdict::Run { args, .. }) => args,
+            Ok(Verdict::Skip { reason, args, .. }) => {
+                return self.not_run(input, Args::Text(args), reason).await;
+            }
+            Ok(Verdict::Refuse { why, .. }) => {
+                let args = Args::Json(input.arguments.clone());
+                return self.not_run(input, args, why).await;
+            }
         };
-        if let Some(reason) = skipped {
-            let response = ToolResponse {
-                content: reason.clone(),
-                is_error: true,
-            };
-            return self
-                .result(input, args, response, ToolOutcome::Skipped(reason))
-                .await;
-        }
-        let Ok(arguments) = serde_json::from_str(&args) else {
+        let Ok(arguments) = serde_json::from_str(&run_with) else {
             // The stack hands on only JSON rewrites; this is a tool call
             // whose own arguments were not JSON.
             return ToolResponse {
@@ -625,37 +607,52 @@ impl ToolGuard {
         } else {
             ToolOutcome::Success
         };
-        self.result(input, args, response, outcome).await
+        self.result(input, Args::Text(run_with), response, outcome)
+            .await
+    }
+
+    /// A call that did not run: `reason` is its result, asked about as any.
+    async fn not_run(&self, input: &ToolRequest, args: Args, reason: String) -> ToolResponse {
+        let response = ToolResponse {
+            content: reason.clone(),
+            is_error: true,
+        };
+        self.result(input, args, response, ToolOutcome::Skipped(reason))
+            .await
     }
 
     /// Asks tool-result about `response`: the response the model reads.
     async fn result(
         &self,
         input: &ToolRequest,
-        args: String,
+        args: Args,
         response: ToolResponse,
         outcome: ToolOutcome,
     ) -> ToolResponse {
-        let refused = |stopped: Stopped| ToolResponse {
-            content: stopped.reason(),
-            is_error: true,
-        };
-        let result = StepEvent::ToolResult(ToolResult {
-            tool_name: input.name.clone(),
-            tool_call_id: Some(input.call_id.clone()),
-            internal_call_id: input.call_id.clone(),
-            args,
-            result: response.content.clone(),
-            outcome,
-            extensions: "{}".to_owned(),
-        });
-        match verdict::tool_result(self.run.ask(result).await) {
-            Output::Stop(stopped) => refused(stopped),
-            Output::Replace { text, .. } => ToolResponse {
-                content: text,
+        let call = ToolUse::new(input.name.as_str(), args, Some(input.call_id.clone()));
+        let returned = serde_json::Value::String(response.content.clone());
+        let asked = self
+            .run
+            .shared
+            .door
+            .ask_tool_result(
+                Some(self.run.context()),
+                call,
+                &returned,
+                outcome,
+                Asking::OffExecutor,
+            )
+            .await;
+        match asked {
+            Err(stopped) => ToolResponse {
+                content: stopped.reason(),
+                is_error: true,
+            },
+            Ok(Reading::Replace { with, .. }) => ToolResponse {
+                content: hookbox_adapter::shape::result_text(&with),
                 is_error: response.is_error,
             },
-            Output::Keep => response,
+            Ok(Reading::Keep) => response,
         }
     }
 }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use hookbox::watch::StackSource;
 use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, StepEvent, Stopped};
 use hookbox::{
-    CompletionCall, CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished,
-    StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta, ToolResult,
+    CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished, StreamResponseFinish,
+    TextDelta, ToolCallDelta,
 };
 use rig_agent::agent::{
     AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
@@ -20,8 +20,9 @@ use rig_core::completion::message::{Message as RigMessage, ToolChoice as RigTool
 use rig_core::effect::{Answered, EffectKind};
 
 use crate::map;
-use hookbox_adapter::verdict::{self, Call, Output};
-use hookbox_adapter::{Asking, Door};
+use hookbox_adapter::verdict::{Call, Reading};
+use hookbox_adapter::{Asking, Door, ToolUse};
+use serde_json::Value;
 
 /// hookbox's stack as a rig [`AgentHook`]: add it with
 /// `AgentBuilder::add_hook` (every run of the agent) or
@@ -113,11 +114,8 @@ impl Guard {
         self.run(ctx).door.subscribes(kind)
     }
 
-    /// Asks the stack about `event`. `Err` is how the run ends: a
-    /// fail-closed or a terminate (or, once a plugin failed an invalid tool
-    /// call, any later event).
-    async fn ask(&self, ctx: &HookContext, event: StepEvent) -> Result<Decision, Stopped> {
-        let kind = event.kind();
+    /// This rig run's door, and the hookbox context of this step.
+    fn door(&self, ctx: &HookContext) -> (Arc<Door>, hookbox::HookContext) {
         let door = self.run(ctx).door.clone();
         let hook_ctx = hookbox::HookContext {
             run_id: door.run_id().to_owned(),
@@ -125,10 +123,16 @@ impl Guard {
             is_streaming: ctx.is_streaming(),
             agent_name: ctx.agent_name().map(str::to_owned),
         };
-        let outcome = door.ask(Some(hook_ctx), event, Asking::OffExecutor).await;
-        // A fail on an invalid tool call goes rig's own way (it fails the
-        // run); anything asked after it gets the same end.
-        Stopped::settle(outcome, kind)
+        (door, hook_ctx)
+    }
+
+    /// Asks the stack about `event`. `Err` is how the run ends: a
+    /// fail-closed or a terminate (or, once a plugin failed an invalid tool
+    /// call, any later event; the fail itself goes rig's own way).
+    async fn ask(&self, ctx: &HookContext, event: StepEvent) -> Result<Decision, Stopped> {
+        let (door, hook_ctx) = self.door(ctx);
+        door.ask_observe(Some(hook_ctx), event, Asking::OffExecutor)
+            .await
     }
 }
 
@@ -168,25 +172,23 @@ impl AgentHook for Guard {
             .map(|m| map::message(m))
             .chain([map::message(event.prompt)])
             .collect();
-        let call = StepEvent::CompletionCall(CompletionCall {
-            prompt: self.prompt(ctx, Some(event.prompt)),
-            history,
-            turn: u32::try_from(event.turn).unwrap_or(u32::MAX),
-        });
-        match self.ask(ctx, call).await {
+        let prompt = self.prompt(ctx, Some(event.prompt));
+        let turn = u32::try_from(event.turn).unwrap_or(u32::MAX);
+        let (door, hook_ctx) = self.door(ctx);
+        let asked = door
+            .ask_completion_call(Some(hook_ctx), prompt, history, turn, Asking::OffExecutor)
+            .await;
+        match asked {
             Err(stopped) => CompletionCallAction::Stop(stopped.reason()),
-            Ok(Decision {
-                flow: Flow::PatchRequest(patch),
-                plugin,
-                ..
-            }) => {
-                let plugin = plugin.unwrap_or_else(|| Arc::from(hookbox::HOST));
+            Ok(request) => {
+                let (Some(patch), Some(plugin)) = (request.patch, request.by) else {
+                    return CompletionCallAction::Continue;
+                };
                 match map::request_patch(patch, event.history, event.prompt, &plugin) {
                     Ok(patch) => CompletionCallAction::Patch(patch),
-                    Err(failure) => CompletionCallAction::Stop(Stopped::from(failure).reason()),
+                    Err(failure) => CompletionCallAction::Stop(door.end(failure).reason()),
                 }
             }
-            Ok(_) => CompletionCallAction::Continue,
         }
     }
 
@@ -238,9 +240,10 @@ impl AgentHook for Guard {
         // What rig would refuse is refused here, naming the plugin: rig
         // would end the run with its own error instead.
         let by = decision.by();
+        let door = self.run(ctx).door.clone();
         let refuse = |detail: String| {
             let failure = FailClosed::new(&by, Cause::UnsupportedFlow, detail);
-            Some(InvalidToolCallAction::stop(Stopped::from(failure).reason()))
+            Some(InvalidToolCallAction::stop(door.end(failure).reason()))
         };
         match decision.flow {
             Flow::Retry(feedback) => Some(InvalidToolCallAction::retry(feedback)),
@@ -291,27 +294,30 @@ impl AgentHook for Guard {
         let EffectKind::ToolCall { name, args } = event.kind else {
             return DispatchAction::Proceed;
         };
-        // The one canonical form: what the guards check is what the tool
-        // gets.
-        let canonical = hookbox::json::canonical(args).unwrap_or_else(|| args.clone());
-        let call = StepEvent::ToolCall(ToolCall {
-            tool_name: name.clone(),
-            tool_call_id: event.call_id.map(|id| id.wire().into_owned()),
-            internal_call_id: event.id.as_u64().to_string(),
-            args: canonical.clone(),
-        });
+        let call = ToolUse::new(
+            name.as_str(),
+            args.as_str(),
+            event.call_id.map(|id| id.wire().into_owned()),
+        )
+        .internal(event.id.as_u64().to_string());
+        let (door, hook_ctx) = self.door(ctx);
         let patch = |args: String| {
             DispatchAction::Patch(EffectKind::ToolCall {
                 name: name.clone(),
                 args,
             })
         };
-        match verdict::tool_call(self.ask(ctx, call).await, canonical) {
-            Call::Stop(stopped) => DispatchAction::stop(stopped.reason()),
-            Call::Skip { reason, .. } => DispatchAction::skip(reason),
-            Call::Refuse { why, .. } => DispatchAction::skip(why),
-            Call::Run { args: run, .. } if run != *args => patch(run),
-            Call::Run { .. } => DispatchAction::Proceed,
+        // The one canonical form: what the guards check is what the tool
+        // gets.
+        match door
+            .ask_tool_call(Some(hook_ctx), call, Asking::OffExecutor)
+            .await
+        {
+            Err(stopped) => DispatchAction::stop(stopped.reason()),
+            Ok(Call::Skip { reason, .. }) => DispatchAction::skip(reason),
+            Ok(Call::Refuse { why, .. }) => DispatchAction::skip(why),
+            Ok(Call::Run { args: run, .. }) if run != *args => patch(run),
+            Ok(_) => DispatchAction::Proceed,
         }
     }
 
@@ -350,39 +356,54 @@ impl Guard {
         name: &str,
         args: &str,
     ) -> OutcomeAction {
-        let (outcome, visible) = match event.outcome {
-            Ok(Answered::ToolResult { result }) => map::tool_outcome(result),
+        // What the tool returned in its shape (JSON, text), or, for an
+        // output of several parts or a failed dispatch, the text the model
+        // reads.
+        let (outcome, returned) = match event.outcome {
+            Ok(Answered::ToolResult { result }) => {
+                let (outcome, visible) = map::tool_outcome(result);
+                let output = result.output();
+                let returned = match (output.as_json(), output.as_text()) {
+                    (Some(json), _) => json.clone(),
+                    (None, Some(text)) => Value::String(text.to_owned()),
+                    (None, None) => Value::String(visible),
+                };
+                (outcome, returned)
+            }
             Ok(_) => return OutcomeAction::Proceed,
             Err(report) => (
                 hookbox::ToolOutcome::Error(hookbox::ToolError {
                     kind: hookbox::ToolErrorKind::Other,
                     message: report.message.clone(),
                 }),
-                report.message.clone(),
+                Value::String(report.message.clone()),
             ),
         };
-        let result = StepEvent::ToolResult(ToolResult {
-            tool_name: name.to_owned(),
-            tool_call_id: event.call_id.map(|id| id.wire().into_owned()),
-            internal_call_id: event.id.as_u64().to_string(),
-            args: hookbox::json::canonical(args).unwrap_or_else(|| args.to_owned()),
-            result: visible,
-            outcome,
-            extensions: "{}".to_owned(),
-        });
-        let (text, plugin) = match verdict::tool_result(self.ask(ctx, result).await) {
-            Output::Stop(stopped) => return OutcomeAction::stop(stopped.reason()),
-            Output::Keep => return OutcomeAction::Proceed,
-            Output::Replace { text, by } => (text, by),
+        let call = ToolUse::new(name, args, event.call_id.map(|id| id.wire().into_owned()))
+            .internal(event.id.as_u64().to_string());
+        let (door, hook_ctx) = self.door(ctx);
+        let asked = door
+            .ask_tool_result(
+                Some(hook_ctx),
+                call,
+                &returned,
+                outcome,
+                Asking::OffExecutor,
+            )
+            .await;
+        let (with, plugin) = match asked {
+            Err(stopped) => return OutcomeAction::stop(stopped.reason()),
+            Ok(Reading::Keep) => return OutcomeAction::Proceed,
+            Ok(Reading::Replace { with, by, .. }) => (with, by),
         };
         match event.outcome {
             Ok(Answered::ToolResult { result }) => {
-                match map::rewritten_output(result.output(), text) {
+                match map::rewritten_output(result.output(), with) {
                     Ok(output) => OutcomeAction::Replace(Ok(Answered::ToolResult {
                         result: result.clone().with_output(output),
                     })),
                     Err(detail) => OutcomeAction::stop(
-                        Stopped::from(FailClosed::new(&plugin, Cause::UnsupportedFlow, detail))
+                        door.end(FailClosed::new(&plugin, Cause::UnsupportedFlow, detail))
                             .reason(),
                     ),
                 }
@@ -391,7 +412,7 @@ impl Guard {
             // rewrite replaces that.
             Err(report) => {
                 let mut report = report.clone();
-                report.message = text;
+                report.message = hookbox_adapter::shape::result_text(&with);
                 OutcomeAction::Replace(Err(report))
             }
             Ok(_) => OutcomeAction::Proceed,

@@ -146,21 +146,20 @@ fn tool_error_kind(kind: RigToolErrorKind) -> ToolErrorKind {
     }
 }
 
-/// A rewritten result in the shape of the output it replaces: JSON stays
-/// JSON, text stays text. `Err` (what a guard is told) when JSON output
-/// was rewritten into text that is not JSON.
-pub fn rewritten_output(before: &ToolOutput, text: String) -> Result<ToolOutput, String> {
+/// A guard's rewrite, already in the shape of the output it replaces
+/// (`hookbox_adapter::shape`: JSON stays the same structure, text stays
+/// text), as rig's output. `Err` (what ends the run, naming the guard) for
+/// an output of several parts (or an image), which one rewrite cannot
+/// stand for.
+pub fn rewritten_output(
+    before: &ToolOutput,
+    with: serde_json::Value,
+) -> Result<ToolOutput, String> {
     if before.as_json().is_some() {
-        return match serde_json::from_str(&text) {
-            Ok(value) => Ok(ToolOutput::json(value)),
-            Err(_) => Err(
-                "rewrote a JSON tool output into text that is not JSON; rig passes the tool's output on as JSON, so a rewrite must be JSON too"
-                    .to_owned(),
-            ),
-        };
+        return Ok(ToolOutput::json(with));
     }
     if before.as_text().is_some() {
-        return Ok(ToolOutput::text(text));
+        return Ok(ToolOutput::text(hookbox_adapter::shape::result_text(&with)));
     }
     Err(
         "rewrote a tool output of several parts (or an image) into text, which would drop the parts rig passes on; such an output can be kept or the run stopped"
@@ -370,18 +369,15 @@ mod tests {
     }
 
     #[test]
-    fn json_output_stays_json() {
+    fn a_rewrite_is_rig_s_output_in_the_shape_it_replaces() {
         let before = ToolOutput::json(serde_json::json!({"a": 1}));
-        assert!(
-            rewritten_output(&before, "{\"a\":2}".into())
-                .unwrap()
-                .as_json()
-                .is_some()
-        );
-        assert!(rewritten_output(&before, "not json".into()).is_err());
+        let json = rewritten_output(&before, serde_json::json!({"a": 2})).unwrap();
+        assert_eq!(json.as_json(), Some(&serde_json::json!({"a": 2})));
         let text = ToolOutput::text("x");
         assert_eq!(
-            rewritten_output(&text, "{}".into()).unwrap().as_text(),
+            rewritten_output(&text, serde_json::json!("{}"))
+                .unwrap()
+                .as_text(),
             Some("{}")
         );
     }

@@ -374,18 +374,20 @@ async fn tool_result_rewrite_result_is_what_the_model_reads() {
 }
 
 #[tokio::test]
-async fn tool_result_rewrite_of_json_into_text_fails_closed() {
+async fn tool_result_rewrite_of_json_that_does_not_fit_withholds_it() {
     let (result, model, _) = tool_result(
         "puppet:flow:rewrite-result:not json",
-        ToolOutput::json(json!({"a": 1})),
+        ToolOutput::json(json!({"a": "s3cret", "n": 7})),
     )
     .await;
-    let stop = stop_of(result);
+    // The run goes on; the model reads the output's structure with every
+    // value withheld, and the reason, never the output.
+    assert_eq!(result.expect("run"), "done");
+    let seen = sent(&model, 1);
     assert!(
-        matches!(&stop, Stopped::FailedClosed(f) if f.cause == Cause::UnsupportedFlow && &*f.plugin == "puppet"),
-        "{stop}"
+        !seen.contains("s3cret") && seen.contains("the result is withheld"),
+        "{seen}"
     );
-    assert_eq!(model.request_count(), 1, "the model read the output");
 }
 
 #[tokio::test]
