@@ -114,6 +114,9 @@ pub struct ToolUse {
     /// The door's own id for the call, where it has one besides the
     /// model's (else the model's, else `call-N`).
     pub internal_id: Option<String>,
+    /// A result's tool-specific extras, JSON object text that hooks read
+    /// and cannot rewrite (else `{}`).
+    pub extensions: Option<String>,
 }
 
 impl ToolUse {
@@ -124,6 +127,7 @@ impl ToolUse {
             args: args.into(),
             call_id,
             internal_id: None,
+            extensions: None,
         }
     }
 
@@ -131,6 +135,13 @@ impl ToolUse {
     #[must_use]
     pub fn internal(mut self, id: impl Into<String>) -> ToolUse {
         self.internal_id = Some(id.into());
+        self
+    }
+
+    /// The same call, its result carrying `extensions` (a JSON object).
+    #[must_use]
+    pub fn extensions(mut self, extensions: &Value) -> ToolUse {
+        self.extensions = Some(extensions.to_string());
         self
     }
 }
@@ -389,7 +400,7 @@ impl Door {
             tool_call_id: call.call_id,
             result: crate::shape::result_text(returned),
             outcome,
-            extensions: "{}".to_owned(),
+            extensions: call.extensions.unwrap_or_else(|| "{}".to_owned()),
         })
     }
 

@@ -1,8 +1,8 @@
-//! The stack's decisions in MCP's terms: pure functions from the settled
-//! outcome of a guarded message to what the proxy sends, so every rule is
-//! one row here and one test below. The verdicts are
-//! [`hookbox_adapter::verdict`]'s; the pumps ([`crate::proxy`]) only read
-//! and write.
+//! The stack's decisions in MCP's terms: pure functions from the verdict
+//! on a guarded message (the [`hookbox_adapter::Door`]'s, which built the
+//! event and settled it) to what the proxy sends, so every rule is one row
+//! here and one test below. The pumps ([`crate::proxy`]) only read and
+//! write.
 //!
 //! | message | verdict | what the proxy sends |
 //! |---|---|---|
@@ -18,8 +18,9 @@
 //! | a retry's `inputResponses` | replace with an object | the rewrite to the server |
 //! | a retry's `inputResponses` | replace with anything else, or stop | the retry refused with a JSON-RPC error saying why |
 
-use hookbox::{EventKind, Outcome, Stopped};
-use hookbox_adapter::verdict::{self, Call, Output};
+use hookbox::Stopped;
+use hookbox_adapter::shape::result_text;
+use hookbox_adapter::verdict::{Call, Reading};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
@@ -37,9 +38,8 @@ pub(crate) enum CallAnswer {
 
 /// The answer to the `tools/call` `id` (of `era`) whose arguments the
 /// guards saw as `asked`, from the stack's outcome.
-pub(crate) fn call(outcome: Outcome, asked: String, id: &RawValue, era: Era) -> CallAnswer {
-    let settled = Stopped::settle(outcome, EventKind::ToolCall);
-    match verdict::tool_call(settled, asked) {
+pub(crate) fn call(verdict: Call, id: &RawValue, era: Era) -> CallAnswer {
+    match verdict {
         Call::Run { args, .. } => CallAnswer::Forward(args),
         Call::Skip { reason, .. } => {
             CallAnswer::Reply(message::response(id, &message::tool_error(&reason, era)))
@@ -72,30 +72,38 @@ impl Answered {
 
 /// The line the client gets for the call `id`'s result, from the stack's
 /// outcome.
-pub(crate) fn result(outcome: Outcome, answered: Answered, id: &RawValue) -> String {
+pub(crate) fn result(
+    reading: Result<Reading, Stopped>,
+    answered: Answered,
+    id: &RawValue,
+) -> String {
     let asks = answered.asks();
     let era = answered.era;
-    let settled = Stopped::settle(outcome, EventKind::ToolResult);
-    match (verdict::tool_result(settled), answered.reply) {
+    let reading = match reading {
+        Ok(reading) => reading,
+        Err(stop) => return stopped(id, &stop),
+    };
+    match (reading, answered.reply) {
         // Only a client of the revision can answer a tool's questions.
-        (Output::Keep, Ok(_)) if asks && era == Era::Handshake => message::error(
+        (Reading::Keep, Ok(_)) if asks && era == Era::Handshake => message::error(
             Some(id),
             code::REFUSED,
             "hookbox: the tool asks for input (an MCP 2026-07-28 input_required result), which this client, on an older revision of MCP, cannot be asked; use a client on 2026-07-28",
         ),
-        (Output::Keep, Ok(mut result)) => {
+        (Reading::Keep, Ok(mut result)) => {
             if era == Era::Stateless {
                 bridge::complete(&mut result, "tools/call");
             }
             message::response(id, &result)
         }
-        (Output::Keep, Err(error)) => message::error_object(id, error),
-        (Output::Replace { text, .. }, Ok(original)) => {
-            message::response(id, &rewritten_result(&original, &text, era))
+        (Reading::Keep, Err(error)) => message::error_object(id, error),
+        (Reading::Replace { with, .. }, Ok(original)) => {
+            message::response(id, &rewritten_result(&original, &result_text(&with), era))
         }
         // A JSON-RPC error stays one, saying what the guard wrote.
-        (Output::Replace { text, .. }, Err(_)) => message::error(Some(id), code::REFUSED, &text),
-        (Output::Stop(stop), _) => stopped(id, &stop),
+        (Reading::Replace { with, .. }, Err(_)) => {
+            message::error(Some(id), code::REFUSED, &result_text(&with))
+        }
     }
 }
 
@@ -105,17 +113,18 @@ pub(crate) fn result(outcome: Outcome, answered: Answered, id: &RawValue) -> Str
 /// # Errors
 /// Why the retry is refused: the text of the JSON-RPC error the client
 /// gets.
-pub(crate) fn answers(outcome: Outcome, answers: &Value) -> Result<Value, String> {
-    let settled = Stopped::settle(outcome, EventKind::ToolResult);
-    match verdict::tool_result(settled) {
-        Output::Keep => Ok(answers.clone()),
-        Output::Replace { text, by } => match serde_json::from_str::<Value>(&text) {
-            Ok(rewritten) if rewritten.is_object() => Ok(rewritten),
-            _ => Err(format!(
-                "hookbox: `{by}` rewrote the answers to something that is not a JSON object; the retry is refused"
-            )),
-        },
-        Output::Stop(stop) => Err(stop_text(&stop)),
+pub(crate) fn answers(reading: Result<Reading, Stopped>, answers: &Value) -> Result<Value, String> {
+    match reading {
+        Ok(Reading::Keep) => Ok(answers.clone()),
+        Ok(Reading::Replace { with, by, .. }) => {
+            match serde_json::from_str::<Value>(&result_text(&with)) {
+                Ok(rewritten) if rewritten.is_object() => Ok(rewritten),
+                _ => Err(format!(
+                    "hookbox: `{by}` rewrote the answers to something that is not a JSON object; the retry is refused"
+                )),
+            }
+        }
+        Err(stop) => Err(stop_text(&stop)),
     }
 }
 
@@ -161,8 +170,20 @@ pub(crate) fn rewritten_result(original: &Value, text: &str, era: Era) -> Value 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hookbox::{Cause, Decision, FailClosed, Flow};
+    use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, Outcome};
+    use hookbox_adapter::verdict;
     use std::sync::Arc;
+
+    /// The verdict the Door gives a call the stack answered with `outcome`.
+    fn asked(outcome: Outcome, asked: &str) -> Call {
+        verdict::tool_call(Stopped::settle(outcome, EventKind::ToolCall), asked.into())
+    }
+
+    /// What the Door gives a text result the stack answered with `outcome`.
+    fn read(outcome: Outcome) -> Result<Reading, Stopped> {
+        let returned = Value::String("the result".into());
+        verdict::reading(Stopped::settle(outcome, EventKind::ToolResult), &returned)
+    }
 
     fn id() -> Box<RawValue> {
         RawValue::from_string("7".into()).unwrap()
@@ -201,16 +222,14 @@ mod tests {
     #[test]
     fn call_run_forwards_the_arguments_of_the_verdict() {
         let answer = call(
-            Ok(Decision::new(Flow::Continue)),
-            ASKED.into(),
+            asked(Ok(Decision::new(Flow::Continue)), ASKED),
             &id(),
             Era::Handshake,
         );
         assert_eq!(answer, CallAnswer::Forward(ASKED.into()));
         let jailed = r#"{"path":"/jail/etc/passwd"}"#;
         let answer = call(
-            by("jail", Flow::RewriteArgs(jailed.into())),
-            ASKED.into(),
+            asked(by("jail", Flow::RewriteArgs(jailed.into())), ASKED),
             &id(),
             Era::Handshake,
         );
@@ -221,8 +240,7 @@ mod tests {
     fn call_skip_answers_with_an_error_result_tagged_by_revision() {
         for (era, tagged) in [(Era::Handshake, false), (Era::Stateless, true)] {
             let text = reply(call(
-                by("deny", Flow::Skip("denied".into())),
-                ASKED.into(),
+                asked(by("deny", Flow::Skip("denied".into())), ASKED),
                 &id(),
                 era,
             ));
@@ -236,8 +254,7 @@ mod tests {
     #[test]
     fn call_refuse_is_an_error_and_the_session_goes_on() {
         let text = reply(call(
-            by("odd", Flow::RewriteArgs("[1]".into())),
-            ASKED.into(),
+            asked(by("odd", Flow::RewriteArgs("[1]".into())), ASKED),
             &id(),
             Era::Handshake,
         ));
@@ -252,8 +269,7 @@ mod tests {
     #[test]
     fn call_stop_is_an_error_naming_the_plugin() {
         let text = reply(call(
-            by("guard", Flow::Terminate("no".into())),
-            ASKED.into(),
+            asked(by("guard", Flow::Terminate("no".into())), ASKED),
             &id(),
             Era::Handshake,
         ));
@@ -264,8 +280,7 @@ mod tests {
         );
         let failure = FailClosed::new(&Arc::from("trapper"), Cause::Trap, "boom");
         let message = refusal(&reply(call(
-            Err(failure),
-            ASKED.into(),
+            asked(Err(failure), ASKED),
             &id(),
             Era::Handshake,
         )));
@@ -285,20 +300,20 @@ mod tests {
     fn result_keep_passes_it_completed_for_a_bridged_call() {
         let server = json!({"content": [{"type": "text", "text": "hi"}]});
         let plain = line(&result(
-            Ok(Decision::new(Flow::Continue)),
+            read(Ok(Decision::new(Flow::Continue))),
             answered(Ok(server.clone()), Era::Handshake),
             &id(),
         ));
         assert_eq!(plain["result"], server);
         let bridged = line(&result(
-            Ok(Decision::new(Flow::Continue)),
+            read(Ok(Decision::new(Flow::Continue))),
             answered(Ok(server), Era::Stateless),
             &id(),
         ));
         assert_eq!(bridged["result"]["resultType"], "complete");
         let error = json!({"code": -32000, "message": "tool broke"});
         let passed = line(&result(
-            Ok(Decision::new(Flow::Continue)),
+            read(Ok(Decision::new(Flow::Continue))),
             answered(Err(error.clone()), Era::Handshake),
             &id(),
         ));
@@ -309,7 +324,7 @@ mod tests {
     fn result_keep_of_an_input_request_to_a_handshake_client_is_refused() {
         let asks = json!({"resultType": "input_required", "inputRequests": {}});
         let message = refusal(&result(
-            Ok(Decision::new(Flow::Continue)),
+            read(Ok(Decision::new(Flow::Continue))),
             answered(Ok(asks), Era::Handshake),
             &id(),
         ));
@@ -320,7 +335,7 @@ mod tests {
     fn result_replace_is_the_guards_result_or_text() {
         let server = json!({"content": [{"type": "text", "text": "sk-live-1"}], "structuredContent": {"k": 1}});
         let text = line(&result(
-            by("redact", Flow::RewriteResult("[redacted]".into())),
+            read(by("redact", Flow::RewriteResult("[redacted]".into()))),
             answered(Ok(server.clone()), Era::Handshake),
             &id(),
         ));
@@ -330,14 +345,14 @@ mod tests {
         );
         let whole = r#"{"content":[{"type":"text","text":"ok"}]}"#;
         let rewritten = line(&result(
-            by("redact", Flow::RewriteResult(whole.into())),
+            read(by("redact", Flow::RewriteResult(whole.into()))),
             answered(Ok(server), Era::Handshake),
             &id(),
         ));
         assert_eq!(rewritten["result"], line(whole));
         let error = json!({"code": -32000, "message": "sk-live-1"});
         let message = refusal(&result(
-            by("redact", Flow::RewriteResult("[redacted]".into())),
+            read(by("redact", Flow::RewriteResult("[redacted]".into()))),
             answered(Err(error), Era::Handshake),
             &id(),
         ));
@@ -348,7 +363,7 @@ mod tests {
     fn result_stop_is_an_error_naming_the_plugin() {
         let server = json!({"content": []});
         let message = refusal(&result(
-            by("guard", Flow::Terminate("no".into())),
+            read(by("guard", Flow::Terminate("no".into()))),
             answered(Ok(server), Era::Handshake),
             &id(),
         ));
@@ -364,7 +379,7 @@ mod tests {
     fn answers_keep_passes_them() {
         let given = json!({"confirm": {"action": "accept"}});
         assert_eq!(
-            answers(Ok(Decision::new(Flow::Continue)), &given),
+            answers(read(Ok(Decision::new(Flow::Continue))), &given),
             Ok(given)
         );
     }
@@ -374,7 +389,7 @@ mod tests {
         let given = json!({"confirm": {"action": "accept"}});
         let rewrite = r#"{"confirm":{"action":"decline"}}"#;
         assert_eq!(
-            answers(by("g", Flow::RewriteResult(rewrite.into())), &given),
+            answers(read(by("g", Flow::RewriteResult(rewrite.into()))), &given),
             Ok(line(rewrite))
         );
     }
@@ -382,12 +397,12 @@ mod tests {
     #[test]
     fn answers_replace_with_anything_else_or_stop_refuses_the_retry() {
         let given = json!({});
-        let odd = answers(by("g", Flow::RewriteResult("[1]".into())), &given).unwrap_err();
+        let odd = answers(read(by("g", Flow::RewriteResult("[1]".into()))), &given).unwrap_err();
         assert!(
             odd.contains("`g`") && odd.contains("retry is refused"),
             "{odd}"
         );
-        let stop = answers(by("g", Flow::Terminate("no".into())), &given).unwrap_err();
+        let stop = answers(read(by("g", Flow::Terminate("no".into()))), &given).unwrap_err();
         assert!(stop.contains("`g` ended this session's run"), "{stop}");
     }
 }

@@ -9,10 +9,9 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hookbox::{
-    HookStack, Outcome, StepEvent, ToolCall, ToolError, ToolErrorKind, ToolOutcome, ToolResult,
-};
-use hookbox_adapter::{Asking, Door};
+use hookbox::{HookStack, ToolError, ToolErrorKind, ToolOutcome};
+use hookbox_adapter::verdict::Call;
+use hookbox_adapter::{Args, Asking, Door, ToolUse};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
@@ -161,11 +160,10 @@ struct Session {
 }
 
 impl Session {
-    /// Asks the run about `event`, off the async threads (a guest may run
-    /// up to its deadline).
-    async fn step(&self, event: StepEvent) -> Outcome {
-        let on_pool = Asking::OnPool(self.span.clone());
-        self.door.ask(None, event, on_pool).await
+    /// How the session asks its run: off the async threads (a guest may
+    /// run up to its deadline), inside the session's span.
+    fn asking(&self) -> Asking {
+        Asking::OnPool(self.span.clone())
     }
 
     fn answered_here(&self, key: String) {
@@ -696,15 +694,14 @@ async fn tool_call(
     }
     let era = Era::of_request(&params);
     // What the guards see, and what the server gets: one canonical form.
-    let args = arguments.to_string();
     let internal_id = format!("mcp-{}", session.calls.fetch_add(1, Ordering::Relaxed));
-    let event = StepEvent::ToolCall(ToolCall {
-        tool_name: name.to_owned(),
-        tool_call_id: Some(key.clone()),
-        internal_call_id: internal_id.clone(),
-        args: args.clone(),
-    });
-    let forward_args = match answer::call(session.step(event).await, args, id, era) {
+    let call = ToolUse::new(name, Args::Json(arguments), Some(key.clone())).internal(&internal_id);
+    let verdict = session
+        .door
+        .ask_tool_call(None, call, session.asking())
+        .await
+        .unwrap_or_else(Call::Stop);
+    let forward_args = match answer::call(verdict, id, era) {
         CallAnswer::Forward(args) => args,
         CallAnswer::Reply(line) => return send(to_client, answer_here(line)).await,
     };
@@ -772,16 +769,25 @@ async fn guard_answers(
     if !answers.is_object() {
         return Err("hookbox: inputResponses is an object of answers by key; refused".into());
     }
-    let event = StepEvent::ToolResult(ToolResult {
-        tool_name: tool.to_owned(),
-        tool_call_id: Some(key.to_owned()),
-        internal_call_id: format!("mcp-{}", session.calls.fetch_add(1, Ordering::Relaxed)),
-        args: args.to_owned(),
-        result: answers.to_string(),
-        outcome: ToolOutcome::Success,
-        extensions: json!({"mcp": {"inputResponses": true}}).to_string(),
-    });
-    answer::answers(session.step(event).await, answers)
+    let call = ToolUse::new(tool, args, Some(key.to_owned()))
+        .internal(format!(
+            "mcp-{}",
+            session.calls.fetch_add(1, Ordering::Relaxed)
+        ))
+        .extensions(&json!({"mcp": {"inputResponses": true}}));
+    // Read as the text they are sent as; a rewrite must be an object.
+    let returned = Value::String(answers.to_string());
+    let reading = session
+        .door
+        .ask_tool_result(
+            None,
+            call,
+            &returned,
+            ToolOutcome::Success,
+            session.asking(),
+        )
+        .await;
+    answer::answers(reading, answers)
 }
 
 /// Server → client: guards the results of forwarded calls, filters
@@ -1087,20 +1093,20 @@ async fn tool_result(
     let answered = Answered { reply, era };
     // A 2026-07-28 result asking the client for input is marked so.
     let extensions = if answered.asks() {
-        json!({"mcp": {"resultType": "input_required"}}).to_string()
+        json!({"mcp": {"resultType": "input_required"}})
     } else {
-        "{}".into()
+        json!({})
     };
-    let event = StepEvent::ToolResult(ToolResult {
-        tool_name: pending.tool_name,
-        tool_call_id: Some(id_key(&id)),
-        internal_call_id: pending.internal_id,
-        args: pending.args,
-        result,
-        outcome,
-        extensions,
-    });
-    let line = answer::result(session.step(event).await, answered, &id);
+    let call = ToolUse::new(pending.tool_name, pending.args, Some(id_key(&id)))
+        .internal(pending.internal_id)
+        .extensions(&extensions);
+    // MCP's text: the text blocks a model reads ([`text_of`]).
+    let returned = Value::String(result);
+    let reading = session
+        .door
+        .ask_tool_result(None, call, &returned, outcome, session.asking())
+        .await;
+    let line = answer::result(reading, answered, &id);
     send(to_client, line).await
 }
 
