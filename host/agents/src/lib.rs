@@ -64,7 +64,7 @@ pub use reply::Reply;
 pub use store::RedisStore;
 pub use store::{
     DEFAULT_MAX_AGE, Pin, Pinned, Saved, Scratchpads, SessionBackend, SessionHold, SessionLock,
-    SessionStore, StoreError,
+    SessionRun, SessionStore, StepRefused, Stepped, StoreError, step as session_step,
 };
 
 /// How the adapters answer where the operator has a choice.

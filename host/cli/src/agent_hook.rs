@@ -8,7 +8,8 @@ use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 
 use hookbox::{Outcome, StepEvent};
-use hookbox_agents::{Options, Pinned, Protocol, Session, StoreError, Unasked, handle};
+use hookbox_adapter::Door;
+use hookbox_agents::{Options, Protocol, Session, SessionRun, StepRefused, Unasked, handle};
 
 use crate::{Agent, HookArgs, hook_config, terminal};
 
@@ -107,34 +108,6 @@ fn decide<P: Protocol>(
     let loaded_at = std::time::SystemTime::now();
     let loaded = hookbox::directory::load(&runtime, &args.dir).map_err(|e| e.to_string())?;
     fault_injected();
-    let unavailable = |e: StoreError| {
-        tracing::warn!("session state unavailable: {e}");
-        Unasked::from(e)
-    };
-    let mut state = match session {
-        Some(session) => {
-            let store = args.state.open(false).map_err(|e| format!("{e:#}"))?;
-            let mut hold = store.lock(P::NAME, session).map_err(unavailable)?;
-            let mut saved = hold.load().map_err(unavailable)?;
-            if store.shared() {
-                let digest = hookbox::directory::stack_digest(&loaded.plugins);
-                match saved.pinned_to(&digest, loaded_at) {
-                    Pinned::New | Pinned::Same => {}
-                    Pinned::Moved { from } => tracing::info!(
-                        from = %from.digest,
-                        "the session moved to the plugin directory's newer stack, keeping its state"
-                    ),
-                    Pinned::Refused { why } => return Err(Unasked::Blocked(why)),
-                }
-            }
-            // The session's run is over: nothing proceeds after its end.
-            if let Some(stop) = &saved.stopped {
-                return Err(Unasked::Blocked(stop.clone()));
-            }
-            Some((hold, saved))
-        }
-        None => None,
-    };
     let run_id = session
         .and_then(|session| session.id.clone())
         .unwrap_or_else(|| P::NAME.to_owned());
@@ -145,17 +118,32 @@ fn decide<P: Protocol>(
         gen_ai.conversation.id = run_id.as_str(),
         hookbox.surface = P::NAME,
     );
-    let mut run = loaded.stack.start_run(run_id);
-    if let Some((_, saved)) = &mut state {
-        run.restore_scratchpads(std::mem::take(&mut saved.scratchpads));
+    let door = Door::open(&loaded.stack, run_id);
+    let decide = |door: &Door, event: &StepEvent| span.in_scope(|| door.decide(None, event));
+    let Some(session) = session else {
+        return Ok(decide(&door, event));
+    };
+    let store = args.state.open(false).map_err(|e| format!("{e:#}"))?;
+    let digest = hookbox::directory::stack_digest(&loaded.plugins);
+    let pin = Some((digest.as_str(), loaded_at));
+    let run = SessionRun::Fresh(&door);
+    match hookbox_agents::session_step(&*store, (P::NAME, session), pin, &run, event, decide) {
+        Ok(stepped) => {
+            if let Some(from) = stepped.moved {
+                tracing::info!(
+                    from = %from.digest,
+                    "the session moved to the plugin directory's newer stack, keeping its state"
+                );
+            }
+            Ok(stepped.outcome)
+        }
+        Err(StepRefused::Store(e)) => {
+            tracing::warn!("session state unavailable: {e}");
+            Err(Unasked::from(e))
+        }
+        Err(StepRefused::Unpinned(why) | StepRefused::Ended(why)) => Err(Unasked::Blocked(why)),
+        Err(StepRefused::Broken(failure)) => Err(Unasked::Blocked(failure.to_string())),
     }
-    let outcome = span.in_scope(|| run.step(event));
-    if let Some((hold, saved)) = &mut state {
-        saved.scratchpads = run.scratchpads();
-        saved.record_stop(&outcome, event.kind());
-        hold.save(saved).map_err(unavailable)?;
-    }
-    Ok(outcome)
 }
 
 /// `hookbox hook AGENT` (and `hookbox claude-code`): `--print-config`, or

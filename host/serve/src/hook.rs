@@ -12,10 +12,11 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
+use hookbox_adapter::Door;
 use hookbox_agents::claude_code::ClaudeCode;
 use hookbox_agents::opencode::OpenCode;
 use hookbox_agents::{
-    Pinned, Protocol, Reply, Saved, Session, SessionBackend, StoreError, Unasked, handle,
+    Protocol, Reply, Session, SessionBackend, SessionRun, StepRefused, StoreError, Unasked, handle,
 };
 
 use crate::App;
@@ -156,42 +157,19 @@ fn decide_live<P: Protocol>(
     let _permit = app
         .claim(client, Some(&live))
         .ok_or("the server is deciding as many events as it may; retry shortly")?;
-    let in_store = std::time::Instant::now();
-    let mut hold = match store {
-        Some(store) => Some(
-            store
-                .lock(&store_agent::<P>(app, client), session)
-                .map_err(|e| store_failed(app, e))?,
-        ),
-        None => None,
+    let Some(store) = store else {
+        let started = std::time::Instant::now();
+        let outcome = live.span.in_scope(|| live.door.decide(None, event));
+        app.metrics
+            .record(event.kind(), &outcome, started.elapsed());
+        return Ok(outcome);
     };
-    let broken = |failure: hookbox::FailClosed| failure.to_string();
-    if new && let Some(hold) = &mut hold {
-        let kept = hold.load().map_err(|e| store_failed(app, e))?;
-        live.door
-            .with_run(|run| run.restore_scratchpads(kept.scratchpads))
-            .map_err(broken)?;
-    }
-    let mut took = in_store.elapsed();
-    let started = std::time::Instant::now();
-    let outcome = live.span.in_scope(|| live.door.decide(None, event));
-    app.metrics
-        .record(event.kind(), &outcome, started.elapsed());
-    if let Some(hold) = &mut hold {
-        let scratchpads = live
-            .door
-            .with_run(|run| run.scratchpads())
-            .map_err(broken)?;
-        let giving_back = std::time::Instant::now();
-        hold.save(&Saved {
-            scratchpads,
-            ..Saved::default()
-        })
-        .map_err(|e| store_failed(app, e))?;
-        took += giving_back.elapsed();
-        app.metrics.store.reached(took);
-    }
-    Ok(outcome)
+    let run = SessionRun::Live {
+        door: &live.door,
+        new,
+    };
+    let agent = store_agent::<P>(app, client);
+    step_session(app, store, (&agent, session), None, &run, event, &live.span)
 }
 
 /// A hook on a shared store: the session taken in the store (calls of it on
@@ -209,53 +187,54 @@ fn decide_shared<P: Protocol>(
         .claim(client, None)
         .ok_or("the server is deciding as many events as it may; retry shortly")?;
     let snapshot = app.source.snapshot();
-    let in_store = std::time::Instant::now();
-    let mut hold = store
-        .lock(&store_agent::<P>(app, client), session)
-        .map_err(|e| store_failed(app, e))?;
-    let mut saved = hold.load().map_err(|e| store_failed(app, e))?;
-    let mut took = in_store.elapsed();
-    match saved.pinned_to(&app.stack_digest(&snapshot), snapshot.loaded_at) {
-        Pinned::New | Pinned::Same => {}
-        Pinned::Moved { from } => {
-            app.metrics.store.moved.fetch_add(1, Ordering::Relaxed);
-            tracing::info!(
-                from = %from.digest,
-                generation = snapshot.generation,
-                "a session moved to this instance's newer stack, keeping its state"
-            );
-        }
-        Pinned::Refused { why } => {
-            app.metrics.store.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!("a session's hook refused: {why}");
-            return Err(Unasked::Blocked(why));
-        }
-    }
-    // The session's run is over: nothing proceeds after its end.
-    if let Some(stop) = &saved.stopped {
-        return Err(Unasked::Blocked(stop.clone()));
-    }
     let live = app.runs.one_off(&snapshot)?;
     app.metrics.runs_created.fetch_add(1, Ordering::Relaxed);
-    let broken = |failure: hookbox::FailClosed| failure.to_string();
-    let kept = std::mem::take(&mut saved.scratchpads);
-    live.door
-        .with_run(|run| run.restore_scratchpads(kept))
-        .map_err(broken)?;
-    let started = std::time::Instant::now();
-    let outcome = live.span.in_scope(|| live.door.decide(None, event));
-    app.metrics
-        .record(event.kind(), &outcome, started.elapsed());
-    saved.scratchpads = live
-        .door
-        .with_run(|run| run.scratchpads())
-        .map_err(broken)?;
-    saved.record_stop(&outcome, event.kind());
-    let giving_back = std::time::Instant::now();
-    hold.save(&saved).map_err(|e| store_failed(app, e))?;
-    took += giving_back.elapsed();
-    app.metrics.store.reached(took);
-    Ok(outcome)
+    let digest = app.stack_digest(&snapshot);
+    let pin = Some((&*digest, snapshot.loaded_at));
+    let agent = store_agent::<P>(app, client);
+    let run = SessionRun::Fresh(&live.door);
+    step_session(app, store, (&agent, session), pin, &run, event, &live.span)
+}
+
+/// The session-state step ([`hookbox_agents::session_step`]) with this
+/// server's span, metrics and logs around it.
+fn step_session(
+    app: &App,
+    store: &dyn SessionBackend,
+    (agent, session): (&str, &Session),
+    pin: Option<(&str, std::time::SystemTime)>,
+    run: &SessionRun<'_>,
+    event: &hookbox::StepEvent,
+    span: &tracing::Span,
+) -> Result<hookbox::Outcome, Unasked> {
+    let decide = |door: &Door, event: &hookbox::StepEvent| {
+        let started = std::time::Instant::now();
+        let outcome = span.in_scope(|| door.decide(None, event));
+        app.metrics
+            .record(event.kind(), &outcome, started.elapsed());
+        outcome
+    };
+    match hookbox_agents::session_step(store, (agent, session), pin, run, event, decide) {
+        Ok(stepped) => {
+            if let Some(from) = stepped.moved {
+                app.metrics.store.moved.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(
+                    from = %from.digest,
+                    "a session moved to this instance's newer stack, keeping its state"
+                );
+            }
+            app.metrics.store.reached(stepped.in_store);
+            Ok(stepped.outcome)
+        }
+        Err(StepRefused::Store(e)) => Err(store_failed(app, e)),
+        Err(StepRefused::Unpinned(why)) => {
+            app.metrics.store.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("a session's hook refused: {why}");
+            Err(Unasked::Blocked(why))
+        }
+        Err(StepRefused::Ended(stop)) => Err(Unasked::Blocked(stop)),
+        Err(StepRefused::Broken(failure)) => Err(Unasked::Blocked(failure.to_string())),
+    }
 }
 
 /// Counts and logs a session store's failure; the hook is the agent's

@@ -25,6 +25,7 @@
 mod file;
 #[cfg(feature = "redis")]
 mod redis;
+mod step;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
@@ -38,6 +39,7 @@ use crate::Session;
 pub use file::{SessionLock, SessionStore};
 #[cfg(feature = "redis")]
 pub use redis::RedisStore;
+pub use step::{SessionRun, StepRefused, Stepped, step};
 
 /// Each plugin's scratchpad, by plugin name (as `Run::scratchpads` names
 /// them).
