@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use hookbox::watch::{Snapshot, StackSource};
 use hookbox::{
-    Error, HookStack, LoadError, LoadPhase, Plugin, PluginOptions, Runtime, RuntimeConfig,
+    Error, EventKinds, HookStack, LoadError, LoadPhase, Plugin, PluginOptions, Runtime,
+    RuntimeConfig,
 };
 
 use crate::door::Door;
@@ -212,6 +213,21 @@ impl Stack {
             .collect()
     }
 
+    /// The plugins of the newest version that subscribe to none of the
+    /// events in `sent` (those a binding's framework guard sends): guards
+    /// that would never be asked there. A framework guard refuses such a
+    /// stack, or warns, as its operator chose.
+    pub fn unheard(&self, sent: EventKinds) -> Vec<String> {
+        self.source
+            .snapshot()
+            .stack
+            .subscribers()
+            .into_iter()
+            .filter(|(_, wants)| wants.iter().all(|kind| !sent.contains(kind)))
+            .map(|(name, _)| name)
+            .collect()
+    }
+
     /// Why the directory's latest change could not be loaded (the previous
     /// stack stays live), if it could not.
     pub fn directory_error(&self) -> Option<String> {
@@ -338,6 +354,46 @@ mod tests {
         assert_eq!(
             (&*failure.plugin, failure.cause),
             (hookbox::HOST, Cause::Limit)
+        );
+    }
+
+    #[test]
+    fn a_plugin_that_waits_for_events_never_sent_is_named() {
+        use hookbox::{EventKind, Flow, HookContext, StepEvent};
+
+        struct Watching(&'static str, EventKinds);
+        impl hookbox::Hook for Watching {
+            fn name(&self) -> &str {
+                self.0
+            }
+            fn subscriptions(&self) -> EventKinds {
+                self.1
+            }
+            fn on_event(&self, _: &HookContext, _: &StepEvent) -> Flow {
+                Flow::Continue
+            }
+        }
+        let mut stack = HookStack::new();
+        stack.push_hook(Watching(
+            "output-pii",
+            EventKinds::NONE.with(EventKind::CompletionResponse),
+        ));
+        stack.push_hook(Watching("deny", EventKinds::NONE.with(EventKind::ToolCall)));
+        let mut nested = HookStack::new();
+        nested.push_hook(Watching(
+            "deltas",
+            EventKinds::NONE.with(EventKind::TextDelta),
+        ));
+        stack.push_stack(nested);
+        let stack = Stack::new(StackSource::fixed(stack), Vec::new());
+        let sent = [
+            EventKind::CompletionCall,
+            EventKind::ToolCall,
+            EventKind::ToolResult,
+        ];
+        assert_eq!(
+            stack.unheard(sent.into_iter().collect()),
+            ["output-pii", "deltas"]
         );
     }
 

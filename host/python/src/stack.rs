@@ -94,6 +94,22 @@ impl Stack {
             .collect()
     }
 
+    /// The plugins new runs get that subscribe to none of the events named
+    /// in `sent` (kebab-case, `tool-call` ...): guards a caller sending
+    /// only those would never ask.
+    fn unheard(&self, py: Python<'_>, sent: Vec<String>) -> PyResult<Vec<String>> {
+        let kinds = sent
+            .iter()
+            .map(|name| {
+                serde_json::from_value::<hookbox::EventKind>(serde_json::Value::String(
+                    name.clone(),
+                ))
+                .map_err(|_| errors::invalid(py, format!("`{name}` is not an event kind")))
+            })
+            .collect::<PyResult<hookbox::EventKinds>>()?;
+        Ok(self.0.unheard(kinds))
+    }
+
     /// Why the directory's latest change could not be loaded (the previous
     /// stack stays live), if it could not.
     #[getter]

@@ -269,3 +269,19 @@ def test_a_stop_is_raised_again_on_every_later_event_closed_or_not(examples, end
             assert type(again.value) is type(first.value)
             assert again.value.plugin == first.value.plugin == "puppet"
             assert str(again.value).split(" (")[0] == str(first.value).split(" (")[0]
+
+
+@pytest.mark.parametrize("framework", ["openai_agents", "langchain", "pydantic_ai"])
+def test_a_plugin_the_guard_would_never_ask_is_refused_or_warned_about(examples, framework):
+    import importlib
+
+    stack = hookbox.Stack.from_files([examples[0], examples[-1]], config={"puppet": {"subscribe": "completion-response"}})
+    assert stack.unheard(["completion-call", "tool-call", "tool-result"]) == ["puppet"]
+    module = importlib.import_module(f"hookbox.{framework}")
+    guard = {"openai_agents": "Guard", "langchain": "HookboxMiddleware", "pydantic_ai": "HookboxCapability"}[framework]
+    with pytest.raises(hookbox.HookboxError, match="puppet"):
+        getattr(module, guard)(stack)
+    with pytest.warns(UserWarning, match="puppet"):
+        getattr(module, guard)(stack, unheard="warn")
+    # A stack whose every plugin is asked is taken as it is.
+    getattr(module, guard)(hookbox.Stack.from_files([examples[0]]))

@@ -232,6 +232,24 @@ impl HookStack {
         self.subscriptions
     }
 
+    /// Each hook and plugin, in order (a nested stack's in its place), by
+    /// name, with what it subscribes to; a required plugin that did not
+    /// load subscribes to everything (it fails every run closed).
+    pub fn subscribers(&self) -> Vec<(String, EventKinds)> {
+        let mut found = Vec::new();
+        for entry in &self.entries {
+            match entry {
+                Entry::Native(hook) => found.push((hook.name().to_owned(), hook.subscriptions())),
+                Entry::Plugin { plugin, .. } => {
+                    found.push((plugin.name().to_owned(), plugin.subscriptions()));
+                }
+                Entry::Stack(stack) => found.extend(stack.subscribers()),
+                Entry::Unloadable { name, .. } => found.push((name.to_string(), EventKinds::ALL)),
+            }
+        }
+        found
+    }
+
     /// How many entries (hooks, plugins, nested stacks) it holds.
     pub fn len(&self) -> usize {
         self.entries.len()

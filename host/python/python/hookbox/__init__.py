@@ -139,6 +139,12 @@ class Stack:
         """Reloads a watched directory now; returns the new generation."""
         return self._native.reload()
 
+    def unheard(self, sent: Iterable[str]) -> list[str]:
+        """The plugins new runs get that subscribe to none of the events
+        named in `sent` (`"tool-call"` ...): guards that a caller sending
+        only those events would never ask."""
+        return self._native.unheard(list(sent))
+
     def __repr__(self) -> str:
         return repr(self._native)
 

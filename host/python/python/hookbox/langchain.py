@@ -54,6 +54,7 @@ from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage, con
 from langgraph.errors import GraphBubbleUp
 
 from . import FailedClosed, RequestVerdict, Run, Stack, ToolCallVerdict, ToolResultVerdict
+from ._guards import check_heard
 from ._messages import from_langchain, jsonable, text_of
 
 try:
@@ -98,8 +99,11 @@ class HookboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     state_schema = HookboxState
 
-    def __init__(self, stack: Stack, *, idle_secs: float = 300, paused_secs: float = 86400) -> None:
+    def __init__(
+        self, stack: Stack, *, idle_secs: float = 300, paused_secs: float = 86400, unheard: str = "refuse"
+    ) -> None:
         super().__init__()
+        check_heard(stack, _FRAMEWORK, unheard)
         self.stack = stack
         self.idle_secs = idle_secs
         self.paused_secs = paused_secs

@@ -59,6 +59,7 @@ from agents import (
 from agents.run_config import CallModelData, ModelInputData
 
 from . import FailedClosed, HookboxError, RequestVerdict, Run, Stack, Stopped
+from ._guards import check_heard
 from ._messages import from_responses_items, jsonable
 
 __all__ = ["Guard"]
@@ -112,7 +113,8 @@ def _prompt(user_input: Any) -> str:
 class Guard:
     """hookbox's guards on OpenAI Agents SDK runs, from `stack`."""
 
-    def __init__(self, stack: Stack, *, apply_rewrites: bool = True) -> None:
+    def __init__(self, stack: Stack, *, apply_rewrites: bool = True, unheard: str = "refuse") -> None:
+        check_heard(stack, _FRAMEWORK, unheard)
         self.stack = stack
         self.apply_rewrites = apply_rewrites
         self._input = input_guardrail(name="hookbox", run_in_parallel=False)(self._first_turn)

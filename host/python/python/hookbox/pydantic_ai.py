@@ -45,6 +45,7 @@ from pydantic_core import to_jsonable_python
 from pydantic_ai.tools import DeferredToolRequests, DeferredToolResults, ToolDefinition, ToolDenied
 
 from . import FailedClosed, Run, Stack
+from ._guards import check_heard
 from ._messages import from_pydantic_ai, text_of
 
 __all__ = ["HookboxCapability"]
@@ -57,8 +58,10 @@ _PATCHABLE = ["preamble", "extra_context", "temperature", "max_tokens", "additio
 class HookboxCapability(AbstractCapability[Any]):
     """hookbox's guards on a PydanticAI agent's runs, from `stack`."""
 
-    def __init__(self, stack: Stack) -> None:
+    def __init__(self, stack: Stack, *, unheard: str = "refuse", _checked: bool = False) -> None:
         super().__init__()
+        if not _checked:
+            check_heard(stack, _FRAMEWORK, unheard)
         self.stack = stack
         self._run: Optional[Run] = None
         self._prompt = ""
@@ -71,7 +74,7 @@ class HookboxCapability(AbstractCapability[Any]):
         self._ran: set[str] = set()
 
     async def for_run(self, ctx: RunContext[Any]) -> HookboxCapability:
-        return HookboxCapability(self.stack)
+        return HookboxCapability(self.stack, _checked=True)
 
     async def before_run(self, ctx: RunContext[Any]) -> None:
         self._run = self.stack.start_run(ctx.run_id)
