@@ -98,6 +98,8 @@ export declare class Stack {
   readonly plugins: PluginInfo[];
   readonly directoryError: string | undefined;
   reload(): Promise<number>;
+  /** The plugins new runs get that subscribe to none of the events named in `sent`. */
+  unheard(sent: Iterable<string>): string[];
 }
 
 export declare class Run {
@@ -117,4 +119,6 @@ export declare class Run {
   readonly runId: string;
   readonly generation: number;
   readonly isOver: boolean;
+  /** How the run ended (the `Stopped` every later step throws), if it has. */
+  readonly stopped: Stopped | undefined;
 }

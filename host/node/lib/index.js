@@ -141,6 +141,15 @@ export class Stack {
   reload() {
     return this.#native.reload();
   }
+
+  /**
+   * The plugins new runs get that subscribe to none of the events named
+   * in `sent` (`'tool-call'` ...): guards a caller sending only those
+   * would never ask.
+   */
+  unheard(sent) {
+    return nativeSync(() => this.#native.unheard([...sent]));
+  }
 }
 
 /**

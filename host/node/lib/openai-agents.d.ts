@@ -20,6 +20,8 @@ export interface GuardOptions {
    * reads why) instead of run with them. Default `true`.
    */
   applyRewrites?: boolean;
+  /** A stack holding plugins this guard never asks: `'refuse'` it (the default) or `'warn'`. */
+  unheard?: 'refuse' | 'warn';
 }
 
 /** hookbox's guards on OpenAI Agents SDK runs, from `stack`. */

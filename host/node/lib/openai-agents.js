@@ -13,6 +13,7 @@
 // | completion-call, every turn | `RunConfig.callModelInputFilter` | the model input as it was | `preamble`, `extra_context`: the instructions, this call only; any other field (temperature, tools ...) cannot be applied there: `FailedClosed` (unsupported-flow), never dropped | — | thrown out of `run` |
 // | tool-call | tool input guardrail of every function tool | allow | the tool's `invoke` runs with the rewritten arguments (`applyRewrites: false`: rejected, the tool does not run) | `rejectContent`: the reason is the tool's output (a tool with an `outputSchema`: its `errorFunction`'s), the tool does not run | `throwException`: `ToolInputGuardrailTripwireTriggered` |
 // | tool-result | tool output guardrail | allow | `rejectContent` with the rewrite: what the model reads | — | `throwException`: `ToolOutputGuardrailTripwireTriggered` |
+// | tool-call of a handoff (`transfer_to_...`) | the handoff's invocation, before its `onHandoff` | the handoff is taken | taken with the rewritten arguments | the SDK cannot answer a handoff instead of taking it: the run ends (`FailedClosed`, unsupported-flow, naming the guard) | thrown out of `run` |
 //
 // A rewrite never grants: the SDK's own approvals (`needsApproval`) still
 // decide. `protect` guards every agent a run can reach: the agents it hands
@@ -39,12 +40,13 @@ import { pathToFileURL } from 'node:url';
 import {
   Handoff,
   Runner,
+  handoff,
   ToolGuardrailFunctionOutputFactory as Output,
   defineToolInputGuardrail,
   defineToolOutputGuardrail,
 } from '@openai/agents';
 
-import { HookboxError, Stopped } from './errors.js';
+import { FailedClosed, HookboxError, Stopped } from './errors.js';
 
 const FRAMEWORK = 'the OpenAI Agents SDK';
 // What `callModelInputFilter` can change of a model call.
@@ -78,6 +80,21 @@ function session() {
   return current;
 }
 
+/** The events this guard sends: a plugin waiting only for others is never asked. */
+const SENT = ['completion-call', 'tool-call', 'tool-result'];
+
+/** Refuses (or, with `unheard: 'warn'`, warns about) a stack holding plugins this guard would never ask. */
+function checkHeard(stack, unheard) {
+  if (unheard !== 'refuse' && unheard !== 'warn') throw new TypeError(`unheard is 'refuse' or 'warn', not ${unheard}`);
+  const names = stack.unheard(SENT);
+  if (names.length === 0) return;
+  const message =
+    `the plugins ${names.join(', ')} subscribe only to events hookbox's ${FRAMEWORK} guard never sends ` +
+    `(it sends ${SENT.join(', ')}), so they would never be asked; remove them from this stack, or pass { unheard: 'warn' } to run without them`;
+  if (unheard === 'refuse') throw new HookboxError(message);
+  process.emitWarning(message, { code: 'HOOKBOX_UNHEARD' });
+}
+
 /** Fails unless the model input filter has run: without it, the guards' patches would be dropped and later turns never asked. */
 function filtered(current) {
   if (!current.filtered) {
@@ -94,11 +111,15 @@ export class Guard {
 
   /**
    * @param {import('./index.js').Stack} stack
-   * @param {{applyRewrites?: boolean}} [options] `applyRewrites: false`
-   *   refuses a call whose arguments a guard rewrote instead of running it
-   *   with them.
+   * @param {{applyRewrites?: boolean, unheard?: 'refuse' | 'warn'}} [options]
+   *   `applyRewrites: false` refuses a call whose arguments a guard
+   *   rewrote instead of running it with them. `unheard`: what to do with
+   *   a stack holding plugins that subscribe only to events this guard
+   *   never sends (a model's answer, streamed text): refuse it (the
+   *   default), or warn and run without them.
    */
-  constructor(stack, { applyRewrites = true } = {}) {
+  constructor(stack, { applyRewrites = true, unheard = 'refuse' } = {}) {
+    checkHeard(stack, unheard);
     this.stack = stack;
     this.applyRewrites = applyRewrites;
     this.inputGuardrail = { name: 'hookbox', runInParallel: false, execute: (args) => this.#firstTurn(args) };
@@ -175,10 +196,26 @@ export class Guard {
     });
     done.set(agent, guarded);
     this.#protected.add(guarded);
-    guarded.handoffs = agent.handoffs.map((h) =>
-      h instanceof Handoff ? h.clone({ agent: this.#protect(h.agent, done) }) : this.#protect(h, done),
-    );
+    guarded.handoffs = agent.handoffs.map((h) => this.#handoff(h instanceof Handoff ? h : handoff(h), done));
     return guarded;
+  }
+
+  /** `h`, asked as a tool call before it is taken (before its `onHandoff`), to a protected agent. */
+  #handoff(h, done) {
+    const target = this.#protect(h.agent, done);
+    return h.clone({
+      agent: target,
+      onInvokeHandoff: async (context, args) => {
+        const { run } = session();
+        const verdict = await run.toolCall(h.toolName, args || '{}');
+        if (verdict.kind !== 'run') {
+          const detail = `answered the handoff \`${h.toolName}\` with ${verdict.kind} (${verdict.reason}); the SDK cannot answer a handoff instead of taking it, so the run ends`;
+          run.end(new FailedClosed(detail, { plugin: verdict.by, cause: 'unsupported-flow', detail }));
+        }
+        await h.onInvokeHandoff(context, verdict.rewritten ? verdict.argsJson : args);
+        return target;
+      },
+    });
   }
 
   #tool(agent, tool) {

@@ -223,6 +223,22 @@ impl Stack {
         self.0.directory_error()
     }
 
+    /// The plugins new runs get that subscribe to none of the events named
+    /// in `sent` (kebab-case).
+    #[napi]
+    pub fn unheard(&self, sent: Vec<String>) -> Result<Vec<String>> {
+        let kinds = sent
+            .iter()
+            .map(|name| {
+                serde_json::from_value::<hookbox::EventKind>(serde_json::Value::String(
+                    name.clone(),
+                ))
+                .map_err(|_| invalid(format!("`{name}` is not an event kind")))
+            })
+            .collect::<Result<hookbox::EventKinds>>()?;
+        Ok(self.0.unheard(kinds))
+    }
+
     /// Reloads a watched directory now, off the JavaScript thread; the new
     /// generation.
     #[napi(ts_return_type = "Promise<number>")]

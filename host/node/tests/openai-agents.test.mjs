@@ -287,3 +287,50 @@ test('a streamed run is guarded, and its hookbox run ends with it', async () => 
   assert.match(outputs(model)[0], /denied by policy/);
   assert.ok(hookboxRun.isOver);
 });
+
+test("a handoff is asked as a tool call before its onHandoff runs", async () => {
+  const handed = [];
+  const stack = Stack.fromFiles([guest('deny-tools')]);
+  const sub = new Agent({ name: 'sub', model: new ScriptedModel([[assistantMessage('sub done')]]) });
+  const target = handoff(sub, {
+    inputType: z.object({ command: z.string() }),
+    onHandoff: (_ctx, input) => handed.push(input.command),
+  });
+  // deny-tools skips `rm -rf`: the SDK cannot answer a handoff, so the run
+  // ends naming the guard, and onHandoff never ran.
+  const denied = new Agent({
+    name: 'main',
+    model: new ScriptedModel([[functionCall('transfer_to_sub', { command: 'rm -rf /' }, { callId: 'c1' })]]),
+    handoffs: [target],
+  });
+  const stop = await new Guard(stack).run(denied, 'go').then(() => undefined, (e) => stopOf(e) ?? e);
+  assert.ok(stop instanceof FailedClosed, String(stop));
+  assert.deepEqual([stop.plugin, stop.cause], ['deny-tools', 'unsupported-flow']);
+  assert.deepEqual(handed, []);
+  // A harmless handoff is taken, with its arguments.
+  sub.model = new ScriptedModel([[assistantMessage('sub done')]]);
+  const ok = new Agent({
+    name: 'main',
+    model: new ScriptedModel([[functionCall('transfer_to_sub', { command: 'ls' }, { callId: 'c1' })]]),
+    handoffs: [target],
+  });
+  assert.equal((await new Guard(stack).run(ok, 'go')).finalOutput, 'sub done');
+  assert.deepEqual(handed, ['ls']);
+});
+
+test('a plugin the guard would never ask is refused, or warned about', async () => {
+  const stack = Stack.fromFiles([guest('deny-tools'), guest('puppet')], { config: { puppet: { subscribe: 'completion-response' } } });
+  assert.deepEqual(stack.unheard(['completion-call', 'tool-call', 'tool-result']), ['puppet']);
+  assert.throws(() => new Guard(stack), (e) => e instanceof HookboxError && /puppet/.test(e.message));
+  const warned = [];
+  const warn = (w) => warned.push(w.message);
+  process.on('warning', warn);
+  try {
+    new Guard(stack, { unheard: 'warn' });
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', warn);
+  }
+  assert.ok(warned.some((m) => /puppet/.test(m)), String(warned));
+  new Guard(Stack.fromFiles([guest('deny-tools')]));
+});
