@@ -245,7 +245,7 @@ pub struct Request {
 impl Request {
     /// The system text the model reads this call, given the one it would
     /// have read: the patch's preamble in its place if it sets one, then
-    /// each extra-context document ([`verdict::with_context`]).
+    /// each extra-context document ([`with_context`]).
     pub fn system(&self, system: Option<String>) -> Option<String> {
         let Some(patch) = &self.patch else {
             return system;
