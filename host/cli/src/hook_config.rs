@@ -97,7 +97,7 @@ fn codex(command: &str) -> String {
     for event in CODEX_EVENTS {
         out.push_str(&format!(
             "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {}\n",
-            toml_string(command)
+            toml_string(&blocking_every_abnormal_end(command))
         ));
     }
     out
@@ -116,16 +116,25 @@ skips one:
 For a one-off headless run whose hooks you checked yourself,
 `codex exec --dangerously-bypass-hook-trust` runs them untrusted.
 hookbox answers only with the fields Codex knows: Codex counts an unknown
-field as a failed hook and runs the tool.";
+field as a failed hook and runs the tool. Codex runs the tool, too, when a
+hook exits with any code but 0 or 2: the command above turns every
+abnormal end of hookbox (a crash, a kill, a missing binary) into 2, the
+block. It is a POSIX shell line (macOS, Linux, WSL).";
 
-/// Windsurf reads nothing but the exit code: 2 blocks, anything else lets
-/// the action run, a crash (101), a kill (137) or a missing binary (127)
-/// too. So `command` runs inside a shell line that turns every end but 0
-/// and 2 into 2, saying why on stderr (which Cascade shows its agent).
-fn windsurf(command: &str) -> String {
-    let guarded = format!(
+/// `command` inside a shell line that turns every end but 0 and 2 into 2,
+/// saying why on stderr (which the agent shows its model). For an agent
+/// that reads a hook's exit code as Windsurf and Codex do: 2 blocks, and
+/// anything else but 0 lets the action run, a crash (101), a kill (137) or
+/// a missing binary (127) too.
+fn blocking_every_abnormal_end(command: &str) -> String {
+    format!(
         "{command} || {{ s=$?; [ \"$s\" -eq 2 ] || echo \"hookbox ended abnormally (exit $s): the action is blocked\" >&2; exit 2; }}"
-    );
+    )
+}
+
+/// Windsurf reads nothing but the exit code ([`blocking_every_abnormal_end`]).
+fn windsurf(command: &str) -> String {
+    let guarded = blocking_every_abnormal_end(command);
     let mut hooks = serde_json::Map::new();
     for event in WINDSURF_EVENTS {
         hooks.insert(

@@ -448,6 +448,8 @@ fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
     let out = run_hook(shell, &dir, fixture["input"].to_string().as_bytes());
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout_json(&out), fixture["stdout"]);
+    // Codex runs the tool on any exit but 0 and 2, as Windsurf does.
+    every_abnormal_end_blocks(command, &dir, &fixture["input"].to_string());
 
     let (config, steps) = print("claude-code");
     let config: Value = serde_json::from_str(&config).expect("Claude Code reads JSON");
@@ -607,15 +609,27 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
         String::from_utf8_lossy(&out.stderr)
     );
 
+    every_abnormal_end_blocks(command, &dir, &allowed);
+}
+
+/// `command`, a printed configuration's shell line, run as the agent runs
+/// it (`sh -c`) on `input`: killed while it decides, and with no hookbox
+/// where it names one, it exits 2, the block, saying why.
+fn every_abnormal_end_blocks(command: &str, dir: &Path, input: &str) {
+    let shell = |command: &str| {
+        let mut shell = Command::new("sh");
+        shell.args(["-c", command]);
+        shell
+    };
     // Killed while it decides.
     let mut hanging = shell(command);
     hanging.env("HOOKBOX_TEST_FAULT", "hang");
-    let mut child = spawn_hook(hanging, &dir);
+    let mut child = spawn_hook(hanging, dir);
     child
         .stdin
         .take()
         .unwrap()
-        .write_all(allowed.as_bytes())
+        .write_all(input.as_bytes())
         .unwrap();
     let shell_pid = child.id().to_string();
     let started = std::time::Instant::now();
@@ -651,7 +665,7 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
         missing, command,
         "the command names this hookbox: {command}"
     );
-    let out = run_hook(shell(&missing), &dir, allowed.as_bytes());
+    let out = run_hook(shell(&missing), dir, input.as_bytes());
     assert_eq!(out.status.code(), Some(2), "a missing hookbox blocks");
     assert!(String::from_utf8_lossy(&out.stderr).contains("ended abnormally (exit 127)"));
 }
