@@ -15,6 +15,8 @@
 //! again in place ([`compiled_once`]; CI runs it).
 //! `cargo xtask links` checks the relative links of the repository's
 //! Markdown, anchors too ([`links`]; CI runs it).
+//! `cargo xtask cycles` fails on a cycle between the top-level modules of a
+//! host crate ([`cycles`]; CI runs it).
 //! Benchmarks: `cargo bench -p hookbox-bench` (BENCHMARKS.md).
 
 use std::path::{Path, PathBuf};
@@ -23,6 +25,7 @@ use anyhow::{Context, Result, bail};
 use hookbox_tests::guests;
 
 mod compiled_once;
+mod cycles;
 mod links;
 mod public_api;
 
@@ -58,9 +61,10 @@ fn main() -> Result<()> {
         Some("public-api") => public_api::run(root, args.next().as_deref() == Some("--check")),
         Some("compiled-once") => compiled_once::main(root, args),
         Some("links") => links::run(root),
+        Some("cycles") => cycles::run(root),
         Some(other) => {
             bail!(
-                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check], compiled-once [--record FILE | --since FILE] DEPS_DIR..., links"
+                "unknown task `{other}`; tasks: demo, plugins [DIR], guests DIR, public-api [--check], compiled-once [--record FILE | --since FILE] DEPS_DIR..., links, cycles"
             )
         }
     }

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use crate::engine::Runtime;
 use crate::error::{Error, LoadError, LoadPhase};
-use crate::manifest::{MANIFEST, Manifest, Mode, PluginEntry};
+use crate::manifest::{MANIFEST, Manifest, Mode, PluginEntry, Trust};
 use crate::oci::Provenance;
 use crate::plugin::{Plugin, PluginOptions};
 use crate::stack::HookStack;
@@ -503,7 +503,7 @@ fn read_source(
         Some(_) => store.signatures(reference, &guard.digest)?,
         None => Vec::new(),
     };
-    let signer = crate::oci::check_trust(dir, entry.trust.as_ref(), &signatures, &guard.digest)?;
+    let signer = check_trust(dir, entry.trust.as_ref(), &signatures, &guard.digest)?;
     Ok((
         guard.wasm,
         Provenance {
@@ -532,7 +532,42 @@ pub(crate) fn provenance_holds(
         },
         None => Vec::new(),
     };
-    crate::oci::check_trust(dir, entry.trust.as_ref(), &signatures, &provenance.digest).is_ok()
+    check_trust(dir, entry.trust.as_ref(), &signatures, &provenance.digest).is_ok()
+}
+
+/// The signer of the manifest `digest` among `signatures`, as the
+/// directory's `trust` policy (keys relative to `dir`) asks: `None` without a trust policy, or when a
+/// signature is not required and none verifies.
+///
+/// # Errors
+/// A key that cannot be read, or no verifying signature when one is
+/// required: why, each signature named.
+pub fn check_trust(
+    dir: &std::path::Path,
+    trust: Option<&Trust>,
+    signatures: &[crate::oci::signature::Signed],
+    digest: &str,
+) -> Result<Option<String>, String> {
+    let Some(trust) = trust else {
+        return Ok(None);
+    };
+    let keys = trust
+        .keys
+        .iter()
+        .map(|file| {
+            let bytes = read_inside(dir, file, &[".pub", ".pem"], 64 << 10)
+                .map_err(|e| format!("trusted key {file}: {e}"))?;
+            crate::oci::signature::PublicKey::from_pem(file, &String::from_utf8_lossy(&bytes))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    match crate::oci::signature::signer(signatures, digest, &keys) {
+        Ok(key) => Ok(Some(key.to_owned())),
+        Err(why) if trust.require_signature => Err(why),
+        Err(why) => {
+            tracing::warn!(digest, "signature not required, and none verifies: {why}");
+            Ok(None)
+        }
+    }
 }
 
 /// Reads `file` from `dir`, refusing anything that leaves the directory, is

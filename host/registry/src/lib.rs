@@ -389,7 +389,7 @@ pub async fn pull(dir: &Path, reference: &Reference, options: &Options) -> Resul
         // image layout.
         signature_blobs.push(session.blob(&manifest.config, MAX_SMALL_BLOB_BYTES).await?);
     }
-    let signer = hookbox::oci::check_trust(dir, trust.as_ref(), &signatures, &digest)
+    let signer = hookbox::directory::check_trust(dir, trust.as_ref(), &signatures, &digest)
         .map_err(|why| session.refused(why))?;
 
     // Every blob first, then the index that names them.

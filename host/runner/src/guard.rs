@@ -7,11 +7,8 @@ use std::sync::Arc;
 use crate::events::{EventSink, LoopEvent};
 use crate::report::RunStatus;
 use crate::text::cut;
-use crate::tool_loop::Setup;
 
-use hookbox::Decision;
-use hookbox::Flow;
-use hookbox::{EventKind, HookContext, StepEvent};
+use hookbox::{Decision, EventKind, Flow, HookContext, HookStack, Observe, StepEvent};
 use hookbox_adapter::{Asking, Door};
 
 /// How many bytes of a flow's payload a loop event shows.
@@ -25,14 +22,21 @@ pub(crate) struct Guard {
 }
 
 impl Guard {
-    pub fn new(setup: &Setup, run_id: &str, events: EventSink) -> Guard {
-        let mut run = setup.stack.start_run(run_id);
-        if let Some(observer) = &setup.observer {
+    /// A run of `stack` for the agent `agent_name`, its hooks' answers
+    /// told to `observer`, its decisions reported to `events`.
+    pub fn new(
+        (stack, observer): (&HookStack, Option<&Arc<dyn Observe>>),
+        agent_name: Option<String>,
+        run_id: &str,
+        events: EventSink,
+    ) -> Guard {
+        let mut run = stack.start_run(run_id);
+        if let Some(observer) = observer {
             run.observe(observer.clone());
         }
         Guard {
-            door: Arc::new(Door::around(run, setup.stack.subscriptions())),
-            agent_name: setup.name.clone(),
+            door: Arc::new(Door::around(run, stack.subscriptions())),
+            agent_name,
             events,
         }
     }

@@ -128,7 +128,12 @@ impl<'a> LoopState<'a> {
             setup,
             run_id: run_id.to_owned(),
             prompt: prompt.to_owned(),
-            guard: Guard::new(setup, run_id, events.clone()),
+            guard: Guard::new(
+                (&setup.stack, setup.observer.as_ref()),
+                setup.name.clone(),
+                run_id,
+                events.clone(),
+            ),
             events,
             messages: vec![ChatMessage::user(prompt)],
             iterations: 0,

@@ -41,6 +41,7 @@ mod hook;
 mod listen;
 mod metrics;
 mod runs;
+mod shed;
 mod threads;
 
 use std::net::SocketAddr;

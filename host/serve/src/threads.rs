@@ -209,7 +209,7 @@ impl Shared {
                 if let Some((stream, _permit)) = waiting {
                     let _entered = self.server.enter();
                     if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                        self.server.spawn(crate::listen::shed(
+                        self.server.spawn(crate::shed::shed(
                             stream,
                             "the server cannot serve another connection now (out of threads or file descriptors); retry shortly".into(),
                         ));

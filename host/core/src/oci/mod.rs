@@ -173,41 +173,6 @@ pub struct Provenance {
     pub signer: Option<String>,
 }
 
-/// The signer of the manifest `digest` among `signatures`, as `trust`
-/// (keys relative to `dir`) asks: `None` without a trust policy, or when a
-/// signature is not required and none verifies.
-///
-/// # Errors
-/// A key that cannot be read, or no verifying signature when one is
-/// required: why, each signature named.
-pub fn check_trust(
-    dir: &std::path::Path,
-    trust: Option<&crate::manifest::Trust>,
-    signatures: &[signature::Signed],
-    digest: &str,
-) -> Result<Option<String>, String> {
-    let Some(trust) = trust else {
-        return Ok(None);
-    };
-    let keys = trust
-        .keys
-        .iter()
-        .map(|file| {
-            let bytes = crate::directory::read_inside(dir, file, &[".pub", ".pem"], 64 << 10)
-                .map_err(|e| format!("trusted key {file}: {e}"))?;
-            signature::PublicKey::from_pem(file, &String::from_utf8_lossy(&bytes))
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    match signature::signer(signatures, digest, &keys) {
-        Ok(key) => Ok(Some(key.to_owned())),
-        Err(why) if trust.require_signature => Err(why),
-        Err(why) => {
-            tracing::warn!(digest, "signature not required, and none verifies: {why}");
-            Ok(None)
-        }
-    }
-}
-
 /// `sha256:<hex>` of `bytes`.
 pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{}", crate::cache::sha256_hex(bytes))
