@@ -11,7 +11,87 @@ use hookbox::{Outcome, StepEvent};
 use hookbox_adapter::Door;
 use hookbox_agents::{Options, Protocol, Session, SessionRun, StepRefused, Unasked, handle};
 
-use crate::{Agent, HookArgs, hook_config, terminal};
+use crate::{hook_config, terminal};
+
+/// The agents `hookbox hook` speaks to.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum Agent {
+    /// Claude Code (command hooks; HTTP hooks are `hookbox serve`'s).
+    ClaudeCode,
+    /// OpenAI Codex CLI's hooks.
+    Codex,
+    /// Gemini CLI's hooks.
+    Gemini,
+    /// Cursor's agent hooks.
+    Cursor,
+    /// GitHub Copilot's hooks (CLI and cloud agent).
+    Copilot,
+    /// Cline's hooks.
+    Cline,
+    /// Windsurf's Cascade hooks (the answer is the exit code).
+    Windsurf,
+    /// OpenCode, through hookbox's OpenCode plugin (`--print-config`
+    /// prints it).
+    Opencode,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct HookArgs {
+    /// The plugin directory.
+    #[arg(long = "plugins")]
+    dir: std::path::PathBuf,
+    /// Let a guard's rewrite of a call's arguments also grant the call.
+    /// Off: the agent's own permission system decides on the changed call.
+    #[arg(long)]
+    allow_rewrites: bool,
+    /// The event this hook is configured for, for agents whose input does
+    /// not name it (Copilot: `preToolUse`, `permissionRequest`,
+    /// `postToolUse`).
+    #[arg(long)]
+    event: Option<String>,
+    /// The session this hook call belongs to, for agents whose input names
+    /// none (Copilot): calls naming the same session share the plugins'
+    /// state. Without it, such a call starts from nothing and keeps
+    /// nothing; an input's own session id always wins.
+    #[arg(long, env = "HOOKBOX_SESSION", value_name = "NAME")]
+    session: Option<String>,
+    /// Print the agent's hook configuration for this command (on stdout)
+    /// and what the agent needs before it runs it (on stderr: Codex's
+    /// trust review) instead of answering a hook. Claude Code, Codex and
+    /// OpenCode (its plugin, to save in `.opencode/plugins/`).
+    #[arg(long)]
+    print_config: bool,
+    #[command(flatten)]
+    state: crate::state::StateArgs,
+}
+
+/// `hookbox hook AGENT`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct AgentHookArgs {
+    /// The agent whose hook protocol to speak.
+    agent: Agent,
+    #[command(flatten)]
+    hook: HookArgs,
+}
+
+impl AgentHookArgs {
+    pub(crate) fn execute(self) -> anyhow::Result<ExitCode> {
+        Ok(answer(self.agent, &self.hook))
+    }
+}
+
+/// `hookbox claude-code`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct ClaudeCodeArgs {
+    #[command(flatten)]
+    hook: HookArgs,
+}
+
+impl ClaudeCodeArgs {
+    pub(crate) fn execute(self) -> anyhow::Result<ExitCode> {
+        Ok(answer(Agent::ClaudeCode, &self.hook))
+    }
+}
 
 /// The most bytes of hook input read (a large `Write` is a few MiB).
 const INPUT_LIMIT: usize = 64 << 20;

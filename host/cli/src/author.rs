@@ -11,6 +11,76 @@ use hookbox_author::{Language, NewOptions, Project};
 
 use crate::terminal::{say, tell};
 
+/// `hookbox new`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct NewArgs {
+    /// The plugin's name, and its folder's: lowercase letters, digits, dashes.
+    name: String,
+    /// rust, javascript, python, c or go.
+    #[arg(long, default_value = "rust")]
+    lang: String,
+    /// Where to make the folder.
+    #[arg(long, default_value = ".")]
+    dir: std::path::PathBuf,
+    /// A Rust guard's `hookbox-sdk`: the path of the SDK's folder
+    /// (default: the SDK this hookbox was built from).
+    #[arg(long, value_name = "PATH")]
+    sdk: Option<std::path::PathBuf>,
+}
+
+impl NewArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        new(&self.name, &self.lang, &self.dir, self.sdk)
+    }
+}
+
+/// `hookbox build`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct BuildArgs {
+    /// The project's folder.
+    #[arg(default_value = ".")]
+    dir: std::path::PathBuf,
+    /// Where to write the component (default: DIR/NAME.wasm).
+    #[arg(short, long, value_name = "FILE")]
+    out: Option<std::path::PathBuf>,
+}
+
+impl BuildArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        build(&self.dir, self.out.as_deref())
+    }
+}
+
+/// `hookbox test`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct TestArgs {
+    /// Guard projects, components (`.wasm`) or plugin directories
+    /// (default: the current folder).
+    paths: Vec<std::path::PathBuf>,
+    /// A case file, or a folder of them, instead of the default place.
+    #[arg(long, value_name = "PATH")]
+    cases: Option<std::path::PathBuf>,
+}
+
+impl TestArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        test(&self.paths, self.cases.as_deref())
+    }
+}
+
+/// `hookbox lock`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct LockArgs {
+    /// The plugin directory.
+    dir: std::path::PathBuf,
+}
+
+impl LockArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        crate::registry::pull_unpulled(&self.dir).and_then(|()| lock(&self.dir))
+    }
+}
+
 /// `hookbox new NAME --lang LANG`.
 pub(crate) fn new(name: &str, lang: &str, parent: &Path, sdk: Option<PathBuf>) -> Result<ExitCode> {
     let language = Language::from_name(lang)?;

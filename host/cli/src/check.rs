@@ -9,6 +9,20 @@ use hookbox::{EventKinds, LoadPhase, Plugin, PluginInfo, PluginOptions, Runtime}
 
 use crate::{runtime, terminal};
 
+/// `hookbox check`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct CheckArgs {
+    /// Plugin components (`.wasm`) or plugin directories.
+    #[arg(required = true)]
+    plugins: Vec<std::path::PathBuf>,
+}
+
+impl CheckArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        check(&self.plugins)
+    }
+}
+
 pub(crate) fn check(paths: &[PathBuf]) -> Result<ExitCode> {
     let runtime = runtime()?;
     let mut failed = false;

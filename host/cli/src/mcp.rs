@@ -8,6 +8,76 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use hookbox_mcp::ProxyConfig;
 
+/// `hookbox mcp`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct McpArgs {
+    /// The plugin directory.
+    #[arg(long = "plugins")]
+    dir: std::path::PathBuf,
+    /// A tool not to offer: left out of tools/list, and a call to it
+    /// answered as to a tool that does not exist. Repeat for more.
+    #[arg(long = "hide-tool", value_name = "NAME")]
+    hide_tools: Vec<String>,
+    /// A remote MCP server to guard (the streamable HTTP transport),
+    /// instead of starting one.
+    #[arg(long, value_name = "URL")]
+    upstream: Option<String>,
+    /// Serve MCP clients over the streamable HTTP transport on this
+    /// address (endpoint `/mcp`) instead of stdio: each client session
+    /// gets its own server (or upstream session) and run, on the
+    /// directory's stack when it began (the directory reloads). Clients
+    /// show a bearer token of HOOKBOX_MCP_TOKENS (comma-separated, one
+    /// per client; required unless the address is loopback).
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// With --listen: client sessions at once, at most (each has a
+    /// server of its own).
+    #[arg(long, value_name = "N", requires = "listen")]
+    max_sessions: Option<usize>,
+    /// With --listen: end a session nobody posted to for this many
+    /// seconds, and answer a request the server leaves unanswered as
+    /// long with an error (default 1800).
+    #[arg(long, value_name = "SECS", requires = "listen")]
+    idle_secs: Option<u64>,
+    #[command(flatten)]
+    browsers: crate::BrowserArgs,
+    /// The server takes MCP 2026-07-28 (`server/discover` and requests
+    /// naming their revision): pass them through. Without it the proxy
+    /// initializes the server itself on a 2026-07-28 client's first
+    /// request and bridges the session, since a server from before the
+    /// revision may exit on `server/discover`.
+    #[arg(long, value_name = "REVISION", value_parser = ["2026-07-28"])]
+    server_revision: Option<String>,
+    /// The MCP server to start, and its arguments (after `--`).
+    #[arg(last = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+impl McpArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        let config = hookbox_mcp::ProxyConfig {
+            hidden_tools: self.hide_tools.into_iter().collect(),
+            server_takes_2026: self.server_revision.is_some(),
+            ..hookbox_mcp::ProxyConfig::default()
+        };
+        let defaults = hookbox_mcp::listen::Limits::default();
+        let limits = hookbox_mcp::listen::Limits {
+            sessions: self.max_sessions.unwrap_or(defaults.sessions),
+            idle: self.idle_secs.map_or(defaults.idle, Duration::from_secs),
+        };
+        mcp(
+            &self.dir,
+            config,
+            (
+                self.upstream.as_deref(),
+                self.listen.map(|addr| (addr, limits)),
+            ),
+            &self.browsers,
+            &self.command,
+        )
+    }
+}
+
 /// How long the server may take to exit once its input is closed.
 const EXIT_GRACE: Duration = Duration::from_secs(5);
 

@@ -9,6 +9,37 @@ use hookbox::oci::Reference;
 
 use crate::terminal::say;
 
+/// `hookbox pull`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct PullArgs {
+    /// `oci://registry/repository:tag` or `…@sha256:<digest>`.
+    reference: String,
+    /// The plugin directory.
+    #[arg(long = "plugins", default_value = ".")]
+    dir: std::path::PathBuf,
+}
+
+impl PullArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        pull(&self.reference, &self.dir)
+    }
+}
+
+/// `hookbox push`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct PushArgs {
+    /// The component (`.wasm`).
+    file: std::path::PathBuf,
+    /// `oci://registry/repository:tag`.
+    reference: String,
+}
+
+impl PushArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        push(&self.file, &self.reference)
+    }
+}
+
 fn block_on<T>(work: impl std::future::Future<Output = T>) -> Result<T> {
     let tokio = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -12,6 +12,44 @@ use hookbox::{HookStack, Plugin, PluginOptions, Runtime, StepEvent};
 
 use crate::runtime;
 
+/// `hookbox replay`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct ReplayArgs {
+    /// A plugin, in stack order (repeatable).
+    #[arg(long = "plugin")]
+    plugins: Vec<std::path::PathBuf>,
+    /// A plugin directory: its hookbox.toml, or every *.wasm in file-name
+    /// order (stacked after the --plugin ones).
+    #[arg(long = "plugins")]
+    dir: Option<std::path::PathBuf>,
+    /// Replay the file this many times, each a separate run.
+    #[arg(long, default_value_t = 1)]
+    runs: u32,
+    /// Also print, after each event, what every plugin keeps in its
+    /// scratchpad (`"scratchpads": {PLUGIN: {KEY: VALUE}}`).
+    #[arg(long)]
+    scratchpad: bool,
+    /// A setting for a --plugin file, `PLUGIN.KEY=VALUE` (repeatable);
+    /// directory plugins take theirs from hookbox.toml.
+    #[arg(long = "config", value_name = "PLUGIN.KEY=VALUE")]
+    config: Vec<String>,
+    /// Events, one JSON object per line; `-` reads stdin.
+    events: std::path::PathBuf,
+}
+
+impl ReplayArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        replay(
+            self.plugins,
+            self.dir,
+            self.runs,
+            self.scratchpad,
+            &self.config,
+            &self.events,
+        )
+    }
+}
+
 pub(crate) fn replay(
     paths: Vec<PathBuf>,
     dir: Option<PathBuf>,

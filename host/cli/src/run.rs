@@ -87,6 +87,12 @@ enum OnLoop {
     InjectWarning,
 }
 
+impl RunArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        run(self)
+    }
+}
+
 pub fn run(args: RunArgs) -> Result<ExitCode> {
     let model = model(&args)?;
     let workspace = Workspace::new(&args.workspace)?;

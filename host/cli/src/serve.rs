@@ -11,6 +11,57 @@ use hookbox::RuntimeConfig;
 use crate::state::StateArgs;
 use crate::{BrowserArgs, DecisionLogArgs, runtime_with, terminal};
 
+/// `hookbox serve`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct ServeArgs {
+    /// The plugin directory.
+    #[arg(long = "plugins")]
+    dir: std::path::PathBuf,
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8787")]
+    listen: std::net::SocketAddr,
+    /// End runs nobody posted to for this many seconds.
+    #[arg(long, default_value_t = 300)]
+    idle_secs: u64,
+    /// Live runs at most.
+    #[arg(long, default_value_t = 512)]
+    max_runs: usize,
+    /// Plugin instances live at once at most (a run holds one per
+    /// plugin); a run past it is refused with 503. Default: --max-runs
+    /// times the directory's plugins (at least 4 each).
+    #[arg(long)]
+    max_instances: Option<u32>,
+    /// Let a guard's rewrite of a call's arguments also grant the call
+    /// (agents' HTTP hooks).
+    #[arg(long)]
+    allow_rewrites: bool,
+    /// After a reload, an agent session's next hook starts on the new
+    /// stack (its run state starts afresh); by default a session keeps
+    /// the stack it started with.
+    #[arg(long)]
+    end_sessions_on_reload: bool,
+    #[command(flatten)]
+    state: crate::state::StateArgs,
+    #[command(flatten)]
+    browsers: crate::BrowserArgs,
+    #[command(flatten)]
+    decision_log: crate::DecisionLogArgs,
+}
+
+impl ServeArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        serve(
+            &self.dir,
+            self.listen,
+            (self.idle_secs, self.max_runs, self.max_instances),
+            (self.allow_rewrites, self.end_sessions_on_reload),
+            &self.state,
+            &self.browsers,
+            &self.decision_log,
+        )
+    }
+}
+
 pub(crate) fn serve(
     dir: &Path,
     listen: std::net::SocketAddr,

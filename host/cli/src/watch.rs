@@ -12,6 +12,27 @@ use hookbox::{Run, StepEvent};
 use crate::replay::open_events;
 use crate::{runtime, terminal};
 
+/// `hookbox watch`'s arguments (its help is on [`crate`]'s `Command`).
+#[derive(clap::Args)]
+pub(crate) struct WatchArgs {
+    /// The plugin directory.
+    #[arg(long = "plugins")]
+    dir: std::path::PathBuf,
+    /// Events to replay, one JSON object per line; `-` reads stdin. The
+    /// command ends at their end. A blank line starts a new run.
+    #[arg(long)]
+    events: Option<std::path::PathBuf>,
+    /// Quiet time after a change before reloading, in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    debounce_ms: u64,
+}
+
+impl WatchArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        watch(&self.dir, self.events.as_deref(), self.debounce_ms)
+    }
+}
+
 pub(crate) fn watch(dir: &Path, events: Option<&Path>, debounce_ms: u64) -> Result<ExitCode> {
     let runtime = runtime()?;
     let started = std::time::Instant::now();
