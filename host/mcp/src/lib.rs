@@ -29,10 +29,13 @@
 
 mod answer;
 pub mod bridge;
+mod guard;
 pub mod http_upstream;
 mod lines;
 pub mod listen;
 pub mod message;
 mod proxy;
+mod session;
 
-pub use proxy::{Ended, Error, ProxyConfig, proxy};
+pub use proxy::{Ended, ProxyConfig, proxy};
+pub use session::Error;

@@ -2,25 +2,27 @@
 //!
 //! Two pumps, one per direction, each handling its messages in the order
 //! they came; a guarded message is decided before the next one of its
-//! direction moves, so nothing overtakes it. The session's run is the
-//! stack's state for the whole session.
+//! direction moves, so nothing overtakes it. The pumps read and write; what
+//! a guarded message is asked and answered is the event half's
+//! ([`crate::guard`]). The session's run is the stack's state for the
+//! whole session ([`crate::session`]).
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hookbox::{HookStack, ToolError, ToolErrorKind, ToolOutcome};
-use hookbox_adapter::verdict::Call;
-use hookbox_adapter::{Args, Asking, Door, ToolUse};
+use hookbox::HookStack;
+use hookbox_adapter::Door;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use crate::answer::{self, Answered, CallAnswer};
 use crate::bridge::{self, Toward, Upstream};
+use crate::guard::{tool_call, tool_result};
 use crate::lines::{LineReader, Read};
 use crate::message::{self, Envelope, Era, Line, code, id_key};
+use crate::session::{Error, Outstanding, Pending, Session, remember, send};
 
 /// How a session is guarded.
 #[derive(Clone, Debug)]
@@ -47,24 +49,6 @@ impl Default for ProxyConfig {
     }
 }
 
-/// Why a session ended other than by its client or server closing.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum Error {
-    /// The server wrote something that is not a JSON-RPC message, or a line
-    /// past the limit. Nothing of it reached the client.
-    #[error("the MCP server broke the protocol: {0}")]
-    Upstream(String),
-    /// Reading or writing a stream failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// Which stream.
-        what: &'static str,
-        /// The failure.
-        source: std::io::Error,
-    },
-}
-
 /// How the session ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Ended {
@@ -72,36 +56,6 @@ pub enum Ended {
     ServerClosed,
     /// The client closed its input, and then the server its output.
     ClientClosed,
-}
-
-/// A request forwarded to the server, waiting for its response.
-enum Outstanding {
-    /// A `tools/call`: its result is guarded.
-    Call(Pending),
-    /// A `tools/list`: hidden tools are taken out of its result, which is
-    /// completed for a bridged 2026-07-28 request ([`bridge`]).
-    List { complete: bool },
-    /// Anything else: its response passes, completed for a bridged
-    /// 2026-07-28 request of this method.
-    Other { complete: Option<String> },
-    /// The proxy's own `initialize` ([`bridge`]): its answer goes to the
-    /// client pump waiting for it, not to the client.
-    Probe,
-    /// A handshake-era client's first `initialize` (raw id, params): a
-    /// refusal may mean a server of 2026-07-28 alone ([`bridge`]).
-    Initialize {
-        call_id: String,
-        params: Option<serde_json::Map<String, Value>>,
-    },
-    /// The proxy's `server/discover` after the server refused the client's
-    /// `initialize` (raw id, the version it asked for, the `_meta` its
-    /// requests would get, the refusal to pass on if this fails too).
-    Discover {
-        call_id: String,
-        version: String,
-        meta: serde_json::Map<String, Value>,
-        refusal: String,
-    },
 }
 
 /// Where a client's request goes, as far as the server's era is concerned.
@@ -125,68 +79,6 @@ const MAX_OUTSTANDING: usize = 4096;
 
 /// How long the server may keep writing after the client closed its input.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// A `tools/call` forwarded to the server, waiting for its result.
-struct Pending {
-    tool_name: String,
-    call_id: String,
-    internal_id: String,
-    args: String,
-    /// The call's revision: what a result the proxy writes must carry.
-    era: Era,
-}
-
-/// Ids of calls the proxy answered itself, so their cancellations are not
-/// forwarded to a server that never saw them. The newest few are enough.
-const ANSWERED_KEPT: usize = 1024;
-
-struct Session {
-    /// The session's run.
-    door: Arc<Door>,
-    /// Client requests the server has not answered, by id.
-    outstanding: Mutex<HashMap<String, Outstanding>>,
-    /// Requests the client cancelled: a late response to one is dropped.
-    cancelled: Mutex<VecDeque<String>>,
-    answered_here: Mutex<VecDeque<String>>,
-    hidden: BTreeSet<String>,
-    calls: AtomicU64,
-    /// Which revision the server takes ([`bridge`]).
-    upstream: Mutex<Upstream>,
-    /// The client pump waiting for the answer to the proxy's `initialize`.
-    probe: Mutex<Option<tokio::sync::oneshot::Sender<Result<Value, Value>>>>,
-    /// The session's span, open while it lasts: each decision's span is a
-    /// child of it.
-    span: tracing::Span,
-}
-
-impl Session {
-    /// How the session asks its run: off the async threads (a guest may
-    /// run up to its deadline), inside the session's span.
-    fn asking(&self) -> Asking {
-        Asking::OnPool(self.span.clone())
-    }
-
-    fn answered_here(&self, key: String) {
-        remember(&self.answered_here, key);
-    }
-
-    fn outstanding(&self) -> std::sync::MutexGuard<'_, HashMap<String, Outstanding>> {
-        self.outstanding.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn upstream(&self) -> std::sync::MutexGuard<'_, Upstream> {
-        self.upstream.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Keeps `key` among the newest [`ANSWERED_KEPT`] of `list`.
-fn remember(list: &Mutex<VecDeque<String>>, key: String) {
-    let mut list = list.lock().unwrap_or_else(|p| p.into_inner());
-    if list.len() == ANSWERED_KEPT {
-        list.pop_front();
-    }
-    list.push_back(key);
-}
 
 /// Proxies one session: `client` (its messages in, the answers out) and
 /// `server` (the upstream's output, its input), until the server closes its
@@ -640,156 +532,6 @@ async fn cancelled(
     send(to_server, line.to_owned()).await
 }
 
-/// A `tools/call`: a `tool-call` event; forwarded (as decided), answered
-/// here, or refused.
-async fn tool_call(
-    session: &Session,
-    params: Option<serde_json::Map<String, Value>>,
-    id: &RawValue,
-    line: &str,
-    toward: &Toward,
-    to_client: &mpsc::Sender<String>,
-    to_server: &mpsc::Sender<String>,
-) -> Result<(), Error> {
-    let key = id_key(id);
-    let answer_here = |text: String| {
-        session.answered_here(key.clone());
-        text
-    };
-    let Some(params) = params else {
-        let refusal = message::error(
-            Some(id),
-            code::INVALID_PARAMS,
-            "hookbox: tools/call needs params, an object",
-        );
-        return send(to_client, answer_here(refusal)).await;
-    };
-    let Some(name) = params.get("name").and_then(Value::as_str) else {
-        let refusal = message::error(
-            Some(id),
-            code::INVALID_PARAMS,
-            "hookbox: tools/call needs the tool's name",
-        );
-        return send(to_client, answer_here(refusal)).await;
-    };
-    if session.hidden.contains(name) {
-        let refusal = message::error(
-            Some(id),
-            code::INVALID_PARAMS,
-            &format!("Tool {name} not found"),
-        );
-        return send(to_client, answer_here(refusal)).await;
-    }
-    let arguments = params
-        .get("arguments")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
-    if !arguments.is_object() {
-        let refusal = message::error(
-            Some(id),
-            code::INVALID_PARAMS,
-            "hookbox: a tool's arguments are an object",
-        );
-        return send(to_client, answer_here(refusal)).await;
-    }
-    let era = Era::of_request(&params);
-    // What the guards see, and what the server gets: one canonical form.
-    let internal_id = format!("mcp-{}", session.calls.fetch_add(1, Ordering::Relaxed));
-    let call = ToolUse::new(name, Args::Json(arguments), Some(key.clone())).internal(&internal_id);
-    let verdict = session
-        .door
-        .ask_tool_call(None, call, session.asking())
-        .await
-        .unwrap_or_else(Call::Stop);
-    let forward_args = match answer::call(verdict, id, era) {
-        CallAnswer::Forward(args) => args,
-        CallAnswer::Reply(line) => return send(to_client, answer_here(line)).await,
-    };
-    // A 2026-07-28 retry's answers to the tool's questions are guarded too.
-    let answers = match params.get("inputResponses") {
-        None => None,
-        Some(answers) => match guard_answers(session, name, &key, &forward_args, answers).await {
-            Ok(answers) => Some(answers),
-            Err(why) => {
-                let refusal = message::error(Some(id), code::REFUSED, &why);
-                return send(to_client, answer_here(refusal)).await;
-            }
-        },
-    };
-    // The message the server gets is rebuilt from what was read, with the
-    // arguments the guards saw (or wrote): no duplicate key, no spelling
-    // the server could read another way. Task augmentation is taken off:
-    // a task's result would come back through `tasks/result`, past the
-    // guards; without it the server answers the call itself.
-    let value: Value = serde_json::from_str(&forward_args).unwrap_or_else(|_| json!({}));
-    let outgoing = serde_json::from_str::<Value>(line)
-        .ok()
-        .and_then(|mut message| {
-            let params = message.get_mut("params")?.as_object_mut()?;
-            params.insert("arguments".into(), value);
-            params.remove("task");
-            if let Some(answers) = answers {
-                params.insert("inputResponses".into(), answers);
-            }
-            toward.params(params);
-            Some(message.to_string())
-        });
-    let Some(outgoing) = outgoing else {
-        let refusal = message::error(
-            Some(id),
-            code::REFUSED,
-            "hookbox: the call could not be read in full; refused",
-        );
-        return send(to_client, answer_here(refusal)).await;
-    };
-    session.outstanding().insert(
-        key,
-        Outstanding::Call(Pending {
-            tool_name: name.to_owned(),
-            call_id: id.get().to_owned(),
-            internal_id,
-            args: forward_args,
-            era,
-        }),
-    );
-    send(to_server, outgoing).await
-}
-
-/// The `inputResponses` of a 2026-07-28 retry (the client's answers to the
-/// questions of the tool's `input_required` result): a `tool-result` event
-/// with the answers as its result and `{"mcp": {"inputResponses": true}}`
-/// as its extensions. What the server gets, or why the retry is refused.
-async fn guard_answers(
-    session: &Session,
-    tool: &str,
-    key: &str,
-    args: &str,
-    answers: &Value,
-) -> Result<Value, String> {
-    if !answers.is_object() {
-        return Err("hookbox: inputResponses is an object of answers by key; refused".into());
-    }
-    let call = ToolUse::new(tool, args, Some(key.to_owned()))
-        .internal(format!(
-            "mcp-{}",
-            session.calls.fetch_add(1, Ordering::Relaxed)
-        ))
-        .extensions(&json!({"mcp": {"inputResponses": true}}));
-    // Read as the text they are sent as; a rewrite must be an object.
-    let returned = Value::String(answers.to_string());
-    let reading = session
-        .door
-        .ask_tool_result(
-            None,
-            call,
-            &returned,
-            ToolOutcome::Success,
-            session.asking(),
-        )
-        .await;
-    answer::answers(reading, answers)
-}
-
 /// Server → client: guards the results of forwarded calls, filters
 /// `tools/list`, passes the rest as it came. Anything that is not a
 /// message ends the session.
@@ -1031,103 +773,4 @@ fn without_hidden(
         return Ok(line.to_owned());
     }
     message::with_member(line, &["result", "tools"], Value::Array(offered)).ok_or_else(broken)
-}
-
-/// The result of a forwarded call: a `tool-result` event; passed on (as the
-/// guards saw it), its result rewritten, or refused. A response that is
-/// not exactly one result object or one error object ends the session.
-async fn tool_result(
-    session: &Session,
-    envelope: &Envelope<'_>,
-    pending: Pending,
-    to_client: &mpsc::Sender<String>,
-) -> Result<(), Error> {
-    let id = RawValue::from_string(pending.call_id.clone())
-        .map_err(|_| Error::Upstream("a call id that cannot be written back".into()))?;
-    let era = pending.era;
-    let read = |raw: &RawValue| match serde_json::from_str::<Value>(raw.get()) {
-        Ok(Value::Object(object)) => Ok(Value::Object(object)),
-        _ => Err(Error::Upstream(format!(
-            "the response to tools/call {} is not an object hookbox can read in full",
-            id.get()
-        ))),
-    };
-    let (result, reply, outcome) = match (envelope.result, envelope.error) {
-        (Some(result), None) => {
-            let value = read(result)?;
-            let failed = value.get("isError") == Some(&Value::Bool(true));
-            let outcome = if failed {
-                ToolOutcome::Error(ToolError {
-                    kind: ToolErrorKind::Execution,
-                    message: text_of(&value),
-                })
-            } else {
-                ToolOutcome::Success
-            };
-            (value.to_string(), Ok(value), outcome)
-        }
-        (None, Some(error)) => {
-            let value = read(error)?;
-            let outcome = ToolOutcome::Error(ToolError {
-                kind: ToolErrorKind::Other,
-                message: value
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_owned(),
-            });
-            (value.to_string(), Err(value), outcome)
-        }
-        _ => {
-            return Err(Error::Upstream(format!(
-                "the response to tools/call {} has {} a result and an error",
-                id.get(),
-                if envelope.result.is_some() {
-                    "both"
-                } else {
-                    "neither"
-                }
-            )));
-        }
-    };
-    let answered = Answered { reply, era };
-    // A 2026-07-28 result asking the client for input is marked so.
-    let extensions = if answered.asks() {
-        json!({"mcp": {"resultType": "input_required"}})
-    } else {
-        json!({})
-    };
-    let call = ToolUse::new(pending.tool_name, pending.args, Some(id_key(&id)))
-        .internal(pending.internal_id)
-        .extensions(&extensions);
-    // MCP's text: the text blocks a model reads ([`text_of`]).
-    let returned = Value::String(result);
-    let reading = session
-        .door
-        .ask_tool_result(None, call, &returned, outcome, session.asking())
-        .await;
-    let line = answer::result(reading, answered, &id);
-    send(to_client, line).await
-}
-
-/// The text blocks of a result, joined.
-fn text_of(result: &Value) -> String {
-    result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|blocks| {
-            blocks
-                .iter()
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
-}
-
-async fn send(to: &mpsc::Sender<String>, line: String) -> Result<(), Error> {
-    to.send(line).await.map_err(|_| Error::Io {
-        what: "writing",
-        source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
-    })
 }
