@@ -647,6 +647,11 @@ mod tests {
         ToolUse::new("t", args, None)
     }
 
+    /// `failure` names the host, with `cause`.
+    fn assert_host(failure: &FailClosed, cause: Cause) {
+        assert_eq!((&*failure.plugin, failure.cause), (hookbox::HOST, cause));
+    }
+
     // The second table, one test per row.
 
     #[test]
@@ -658,10 +663,7 @@ mod tests {
             ..Door::open(&stack, "r")
         };
         let failure = door.decide(None, &tool_call()).unwrap_err();
-        assert_eq!(
-            (&*failure.plugin, failure.cause),
-            (hookbox::HOST, Cause::Limit)
-        );
+        assert_host(&failure, Cause::Limit);
         assert!(door.is_over());
     }
 
@@ -729,10 +731,7 @@ mod tests {
         let Err(Stopped::FailedClosed(failure)) = open.tool_call(None, use_of("{}")) else {
             panic!("a closed run let a call through");
         };
-        assert_eq!(
-            (&*failure.plugin, failure.cause),
-            (hookbox::HOST, Cause::Limit)
-        );
+        assert_host(&failure, Cause::Limit);
         assert!(failure.detail.contains("closed"), "{}", failure.detail);
     }
 
@@ -797,10 +796,7 @@ mod tests {
         let door = Door::open(&stack, "r");
         for event in [tool_call(), tool_result()] {
             let failure = door.decide(None, &event).unwrap_err();
-            assert_eq!(
-                (&*failure.plugin, failure.cause),
-                (hookbox::HOST, Cause::Trap)
-            );
+            assert_host(&failure, Cause::Trap);
         }
         assert!(door.is_over());
     }
@@ -815,10 +811,7 @@ mod tests {
         assert!(panicked.is_err());
         for event in [tool_call(), tool_result()] {
             let failure = door.decide(None, &event).unwrap_err();
-            assert_eq!(
-                (&*failure.plugin, failure.cause),
-                (hookbox::HOST, Cause::Trap)
-            );
+            assert_host(&failure, Cause::Trap);
         }
         assert!(door.is_over());
         assert_eq!(calls.load(Ordering::SeqCst), 0);
