@@ -25,7 +25,9 @@
 // A rewrite never grants: the SDK's own approvals (`needsApproval`) still
 // decide. What the SDK gives no execution hook is refused rather than left
 // unguarded: a tool without `execute` (the caller runs it) and a
-// provider-executed tool. Tool-call deltas and invalid tool calls are not
+// provider-executed tool. A guard half installed is refused too: guarded
+// tools under a model that is not `run.model(...)` end the call before the
+// tool runs. Tool-call deltas and invalid tool calls are not
 // mapped (the call itself is guarded before it runs).
 
 import { wrapLanguageModel } from 'ai';
@@ -192,6 +194,16 @@ export class GuardedRun {
     return {
       ...t,
       execute: async (input, options) => {
+        if (this.#turn === 0) {
+          // Half installed: the model call was never asked, so its checks
+          // and patches never ran. Refused, and the whole call ended.
+          const error = new HookboxError(
+            `the guarded tool \`${name}\` ran under a model that is not the guarded run's, so the guards never saw the model call: ` +
+              'pass model: run.model(yourModel) with tools: run.tools(...)',
+          );
+          this.#controller.abort(error);
+          throw error;
+        }
         const ids = { toolCallId: options?.toolCallId };
         const verdict = await run.toolCall(name, input ?? {}, ids).catch(stop);
         if (verdict.kind !== 'run') return verdict.reason ?? '';

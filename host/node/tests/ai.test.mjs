@@ -184,3 +184,14 @@ test('what the SDK gives no execution hook is refused, not left unguarded', () =
   const run = new Guard(examples().stack).startRun();
   assert.throws(() => run.tools({ ask: tool({ description: 'd', inputSchema: z.object({}) }) }), /no execute/);
 });
+
+test('guarded tools under an unguarded model are refused: the call ends before the tool runs', async () => {
+  const { stack } = examples();
+  const { model, tools, ran } = agent('write_file', { path: 'a' });
+  const run = new Guard(stack).startRun();
+  await assert.rejects(
+    generateText({ model, tools: run.tools(tools), abortSignal: run.signal, prompt: 'x', stopWhen: stepCountIs(4) }),
+    (e) => e instanceof HookboxError && /run\.model/.test(e.message),
+  );
+  assert.deepEqual(ran, []);
+});
