@@ -130,18 +130,27 @@ export class Guard {
 
   /**
    * Runs `fn` (the SDK runs it makes: normally one) as one hookbox run,
-   * given to `fn`; closes the run when what `fn` returns settles (a
-   * streamed result: when it completes).
+   * given to `fn`; closes the run when what `fn` returns settles. A
+   * streamed result is returned at once, so the caller reads it live, and
+   * the run is closed when it completes.
    */
   async session(fn, { runId } = {}) {
     const current = { run: this.stack.startRun(runId), prompt: '', turn: 0, filtered: false, rewrites: new Map(), ranWith: new Map() };
+    let result;
     try {
-      const result = await SESSION.run(current, () => fn(current.run));
-      if (result?.completed instanceof Promise) await result.completed.catch(() => {});
-      return result;
-    } finally {
+      result = await SESSION.run(current, () => fn(current.run));
+    } catch (error) {
+      current.run.close();
+      throw error;
+    }
+    if (result?.completed instanceof Promise) {
+      // A streamed result is handed over at once, so its caller reads the
+      // stream live; the run ends when the stream does.
+      result.completed.catch(() => {}).finally(() => current.run.close());
+    } else {
       current.run.close();
     }
+    return result;
   }
 
   /**

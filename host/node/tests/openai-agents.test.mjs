@@ -18,7 +18,7 @@ import {
   tool,
   webSearchTool,
 } from '@openai/agents';
-import { ScriptedModel, assistantMessage, functionCall } from '@openai/agents-core/testing';
+import { ScriptedModel, assistantMessage, functionCall, modelResponder } from '@openai/agents-core/testing';
 import { FailedClosed, HookboxError, Stack, Terminated } from 'hookbox';
 import { Guard, stopOf } from 'hookbox/openai-agents';
 import { z } from 'zod';
@@ -333,4 +333,33 @@ test('a plugin the guard would never ask is refused, or warned about', async () 
   }
   assert.ok(warned.some((m) => /puppet/.test(m)), String(warned));
   new Guard(Stack.fromFiles([guest('deny-tools')]));
+});
+
+test('a streamed run streams live: the session hands it over before the model has answered', async () => {
+  let open;
+  const gate = new Promise((resolve) => {
+    open = resolve;
+  });
+  const model = new ScriptedModel([
+    modelResponder(async () => {
+      await gate;
+      return [assistantMessage('late')];
+    }),
+  ]);
+  const guard = new Guard(examples().stack);
+  let hookboxRun;
+  const handed = guard.session((r) => {
+    hookboxRun = r;
+    return new Runner(guard.runConfig()).run(guard.protect(new Agent({ name: 'w', model })), 'hi', { stream: true });
+  });
+  const result = await Promise.race([handed, new Promise((resolve) => setTimeout(resolve, 3000))]);
+  assert.ok(result, 'the session held the stream back until the model had answered');
+  assert.ok(!hookboxRun.isOver);
+  open();
+  let text = '';
+  for await (const chunk of result.toTextStream()) text += chunk;
+  await result.completed;
+  assert.equal(result.finalOutput, 'late');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(hookboxRun.isOver);
 });
