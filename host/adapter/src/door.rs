@@ -874,7 +874,7 @@ mod tests {
     #[test]
     fn every_shape_of_result_is_read_whole_and_a_rewrite_keeps_its_shape() {
         let shapes = [
-            json!([{"id": 1, "token": "s3cret"}, {"id": 2, "token": "ok"}]),
+            json!([{"id": 1, "cell": "s3cret"}, {"id": 2, "cell": "ok"}]),
             json!([{"type": "text", "text": "fine"}, {"type": "json", "json": {"key": "s3cret"}}]),
             json!(["row s3cret", "row two"]),
             json!({"rows": [["s3cret"]]}),
@@ -910,7 +910,7 @@ mod tests {
 
     #[test]
     fn a_rewrite_that_does_not_fit_the_shape_withholds_the_result() {
-        let returned = json!([{"id": 1, "token": "s3cret"}]);
+        let returned = json!([{"id": 1, "cell": "s3cret"}]);
         let reading = rewriting("blocked")
             .tool_result(None, use_of("{}"), &returned, ToolOutcome::Success)
             .unwrap();
@@ -922,7 +922,7 @@ mod tests {
         };
         assert!(!with.to_string().contains("s3cret"), "{with}");
         assert!(
-            with[0]["token"].as_str().unwrap().contains("withheld"),
+            with[0]["cell"].as_str().unwrap().contains("withheld"),
             "{with}"
         );
     }
