@@ -109,8 +109,8 @@ def main() -> None:
     scratch = pathlib.Path(tempfile.mkdtemp(prefix="hookbox-bench-python-"))
     rows = []
     for label, plugins in STACKS.items():
-        stack = hookbox.Stack.from_files([GUESTS / f"{p}.wasm" for p in plugins],
-                                         config={"path-jail": {"root": WORKSPACE}})
+        config = {"path-jail": {"root": WORKSPACE}} if "path-jail" in plugins else {}
+        stack = hookbox.Stack.from_files([GUESTS / f"{p}.wasm" for p in plugins], config=config)
         run = stack.start_run()
         native = run._native
         directory = scratch / label.replace(" ", "-")
