@@ -31,6 +31,14 @@ export declare class GuardedRun implements Disposable {
    * hookbox cannot guard: one without `execute`, or provider-executed.
    */
   tools<T extends Record<string, Tool>>(tools: T): T;
+  /**
+   * The SDK's `generateText(options)`, guarded: the model and tools
+   * wrapped, the run's signal passed, and the run's stop thrown if a guard
+   * ended it.
+   */
+  generateText<T extends Parameters<typeof import('ai').generateText>[0]>(options: T): ReturnType<typeof import('ai').generateText>;
+  /** `result`, or the run's stop when a guard ended the run (a stop on the last step is a tool error to the SDK). */
+  check<R>(result: R): R;
   /** Ends the hookbox run, giving its instances back. */
   close(): void;
   [Symbol.dispose](): void;

@@ -1,13 +1,20 @@
 // hookbox guards for the Vercel AI SDK (`ai` 7).
 //
 //   const guard = new Guard(Stack.fromDirectory('plugins'));
-//   const run = guard.startRun();          // run.close() at the end, or `using run`
-//   const result = await generateText({
+//   using run = guard.startRun();
+//   const result = await run.generateText({ model: openai('gpt-5'), tools: { shell, readFile }, prompt: 'Tidy up' });
+//
+// `run.generateText(options)` is the SDK's `generateText` with the three
+// halves installed and the end checked. Called directly, it needs all of
+// them, and `run.check` of its result: a stop inside a tool on the call's
+// last step is, to the SDK, a tool error it resolves with.
+//
+//   const result = run.check(await generateText({
 //     model: run.model(openai('gpt-5')),   // wrapLanguageModel + hookbox's middleware
 //     tools: run.tools({ shell, readFile }),
 //     abortSignal: run.signal,             // required: a stop inside a tool ends the call
 //     prompt: 'Tidy up the project',
-//   });
+//   }));
 //
 // One guarded run is one hookbox run, for one `generateText` or
 // `streamText` call (all its steps). Each hookbox event maps to the SDK's
@@ -30,7 +37,7 @@
 // tool runs. Tool-call deltas and invalid tool calls are not
 // mapped (the call itself is guarded before it runs).
 
-import { wrapLanguageModel } from 'ai';
+import { generateText, wrapLanguageModel } from 'ai';
 
 import { FailedClosed, HookboxError, Stopped } from './errors.js';
 
@@ -108,6 +115,39 @@ export class GuardedRun {
    */
   tools(tools) {
     return Object.fromEntries(Object.entries(tools).map(([name, t]) => [name, this.#tool(name, t)]));
+  }
+
+  /**
+   * The SDK's `generateText(options)`, guarded: `options.model` and
+   * `options.tools` wrapped, the run's signal passed (an `abortSignal` of
+   * the options aborts it too), and the run's stop thrown if a guard ended
+   * it ([`check`]).
+   */
+  async generateText(options) {
+    const { abortSignal, model, tools, ...rest } = options;
+    if (abortSignal) {
+      if (abortSignal.aborted) this.#controller.abort(abortSignal.reason);
+      else abortSignal.addEventListener('abort', () => this.#controller.abort(abortSignal.reason), { once: true });
+    }
+    const result = await generateText({
+      ...rest,
+      model: this.model(model),
+      ...(tools ? { tools: this.tools(tools) } : {}),
+      abortSignal: this.signal,
+    });
+    return this.check(result);
+  }
+
+  /**
+   * `result` (of a `generateText` made with this run's model, tools and
+   * signal), or the run's stop when a guard ended the run: a stop inside a
+   * tool on the call's last step is a tool error to the SDK, which then
+   * resolves as if the run went on.
+   */
+  check(result) {
+    const stop = this.run.stopped;
+    if (stop) throw stop;
+    return result;
   }
 
   /** Ends the hookbox run, giving its instances back. */

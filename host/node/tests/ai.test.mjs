@@ -195,3 +195,25 @@ test('guarded tools under an unguarded model are refused: the call ends before t
   );
   assert.deepEqual(ran, []);
 });
+
+test('a terminate on the last step ends the call too: the SDK would resolve it as a tool error', async () => {
+  const { stack } = examples();
+  const { model, tools, ran } = agent('puppet:flow:terminate:enough', {});
+  const run = new Guard(stack).startRun();
+  await assert.rejects(
+    run.generateText({ model, tools, prompt: 'go', stopWhen: stepCountIs(1) }),
+    (e) => e instanceof Terminated && e.plugin === 'puppet' && e.reason === 'enough',
+  );
+  assert.deepEqual(ran, []);
+  // Called directly, `check` gives the same end.
+  const again = agent('puppet:flow:terminate:enough', {});
+  const direct = new Guard(stack).startRun();
+  const result = await generateText({
+    model: direct.model(again.model),
+    tools: direct.tools(again.tools),
+    abortSignal: direct.signal,
+    prompt: 'go',
+    stopWhen: stepCountIs(1),
+  });
+  assert.throws(() => direct.check(result), (e) => e instanceof Terminated && e.reason === 'enough');
+});
