@@ -71,10 +71,14 @@ export class GuardedRun {
   constructor(run, signal) {
     /** The hookbox run. */
     this.run = run;
-    if (signal) {
-      if (signal.aborted) this.#controller.abort(signal.reason);
-      else signal.addEventListener('abort', () => this.#controller.abort(signal.reason), { once: true });
-    }
+    this.#follow(signal);
+  }
+
+  /** Aborts the run's signal when `signal` (if any) aborts. */
+  #follow(signal) {
+    if (!signal) return;
+    if (signal.aborted) this.#controller.abort(signal.reason);
+    else signal.addEventListener('abort', () => this.#controller.abort(signal.reason), { once: true });
   }
 
   /** Pass as `abortSignal`: it aborts with the `Stopped` when a guard ends the run inside a tool. */
@@ -125,10 +129,7 @@ export class GuardedRun {
    */
   async generateText(options) {
     const { abortSignal, model, tools, ...rest } = options;
-    if (abortSignal) {
-      if (abortSignal.aborted) this.#controller.abort(abortSignal.reason);
-      else abortSignal.addEventListener('abort', () => this.#controller.abort(abortSignal.reason), { once: true });
-    }
+    this.#follow(abortSignal);
     const result = await generateText({
       ...rest,
       model: this.model(model),
