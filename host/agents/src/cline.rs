@@ -75,6 +75,7 @@ pub struct Cline;
 impl Protocol for Cline {
     const NAME: &'static str = "cline";
     type Input = HookInput;
+    const EVENT_FIELD: &'static str = "hookName";
 
     fn unreadable(_input: &[u8], reason: &str) -> Reply {
         cancel(reason)

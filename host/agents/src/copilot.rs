@@ -101,6 +101,7 @@ pub struct Copilot;
 impl Protocol for Copilot {
     const NAME: &'static str = "copilot";
     type Input = HookInput;
+    const EVENT_FIELD: &'static str = "hookEventName";
 
     fn unreadable(input: &[u8], reason: &str) -> Reply {
         let named = peek_string_field(input, "hookEventName");

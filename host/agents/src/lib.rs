@@ -93,11 +93,21 @@ pub trait Protocol {
     const NAME: &'static str;
     /// A parsed hook input.
     type Input: DeserializeOwned;
+    /// The input's field that names its event.
+    const EVENT_FIELD: &'static str = "hook_event_name";
 
     /// The block for an input that cannot be read: the event's own when
     /// `input` (perhaps cut short) still names it, else the strongest the
     /// agent has.
     fn unreadable(input: &[u8], reason: &str) -> Reply;
+
+    /// The block for `event` when hookbox gave no answer at all (it
+    /// crashed, was killed or is not where the hook's command says):
+    /// what the command of a printed configuration answers in its place.
+    fn blocked_at(event: &str, reason: &str) -> Reply {
+        let named = serde_json::json!({ Self::EVENT_FIELD: event }).to_string();
+        Self::unreadable(named.as_bytes(), reason)
+    }
 
     /// Parses a hook input.
     ///

@@ -82,6 +82,7 @@ pub struct Windsurf;
 impl Protocol for Windsurf {
     const NAME: &'static str = "windsurf";
     type Input = HookInput;
+    const EVENT_FIELD: &'static str = "agent_action_name";
 
     fn unreadable(_input: &[u8], reason: &str) -> Reply {
         block(reason)

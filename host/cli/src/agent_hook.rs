@@ -56,9 +56,10 @@ pub(crate) struct HookArgs {
     #[arg(long, env = "HOOKBOX_SESSION", value_name = "NAME")]
     session: Option<String>,
     /// Print the agent's hook configuration for this command (on stdout)
-    /// and what the agent needs before it runs it (on stderr: Codex's
-    /// trust review) instead of answering a hook. Claude Code, Codex and
-    /// OpenCode (its plugin, to save in `.opencode/plugins/`).
+    /// and what the agent needs before it runs it (on stderr: where it
+    /// goes, Codex's trust review) instead of answering a hook. The command
+    /// in it answers a crashed, killed or missing hookbox with the event's
+    /// block; for OpenCode, hookbox's plugin (for `.opencode/plugins/`).
     #[arg(long)]
     print_config: bool,
     #[command(flatten)]

@@ -6,9 +6,19 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
+use hookbox_agents::Protocol;
+use hookbox_agents::claude_code::ClaudeCode;
+use hookbox_agents::cline::Cline;
+use hookbox_agents::codex::Codex;
+use hookbox_agents::copilot::Copilot;
+use hookbox_agents::cursor::Cursor;
+use hookbox_agents::gemini::Gemini;
+use hookbox_agents::windsurf::Windsurf;
 use serde_json::json;
 
-/// The events each agent's configuration hooks.
+/// The events each agent's configuration hooks: those its module maps, one
+/// hook per guarded step (Cursor's `preToolUse` covers the shell and MCP
+/// tools its older `beforeShellExecution` and `beforeMCPExecution` name).
 const CLAUDE_CODE_EVENTS: [&str; 5] = [
     "PreToolUse",
     "PermissionRequest",
@@ -16,7 +26,21 @@ const CLAUDE_CODE_EVENTS: [&str; 5] = [
     "PostToolUseFailure",
     "UserPromptSubmit",
 ];
-/// Windsurf's: the events `hookbox_agents::windsurf` maps.
+const CODEX_EVENTS: [&str; 4] = [
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "UserPromptSubmit",
+];
+const GEMINI_EVENTS: [&str; 3] = ["BeforeTool", "AfterTool", "BeforeAgent"];
+const CURSOR_EVENTS: [&str; 4] = [
+    "preToolUse",
+    "postToolUse",
+    "beforeReadFile",
+    "beforeSubmitPrompt",
+];
+const COPILOT_EVENTS: [&str; 2] = ["preToolUse", "postToolUse"];
+const CLINE_EVENTS: [&str; 3] = ["PreToolUse", "PostToolUse", "UserPromptSubmit"];
 const WINDSURF_EVENTS: [&str; 6] = [
     "pre_run_command",
     "pre_read_code",
@@ -25,12 +49,10 @@ const WINDSURF_EVENTS: [&str; 6] = [
     "pre_user_prompt",
     "post_mcp_tool_use",
 ];
-const CODEX_EVENTS: [&str; 4] = [
-    "PreToolUse",
-    "PermissionRequest",
-    "PostToolUse",
-    "UserPromptSubmit",
-];
+
+/// What the command of a printed configuration answers when hookbox gave
+/// no answer at all.
+const NO_ANSWER: &str = "hookbox: blocked: hookbox ended without answering (it crashed, was killed, or is not at the path the command names); its stderr says more";
 
 /// What to print for `agent` (its name on the command line): the
 /// configuration, and the steps around it.
@@ -61,17 +83,38 @@ pub(crate) fn print_config(
     match agent {
         "claude-code" => Ok((claude_code(&command), CLAUDE_CODE_STEPS.to_owned())),
         "codex" => Ok((codex(&command), CODEX_STEPS.to_owned())),
+        "gemini" => Ok((gemini(&command), GEMINI_STEPS.to_owned())),
+        "cursor" => Ok((cursor(&command), CURSOR_STEPS.to_owned())),
+        "copilot" => Ok((copilot(&command), COPILOT_STEPS.to_owned())),
+        "cline" => Ok((cline(&command), CLINE_STEPS.to_owned())),
         "opencode" => Ok((opencode(&argv)?, OPENCODE_STEPS.to_owned())),
         "windsurf" => Ok((windsurf(&command), WINDSURF_STEPS.to_owned())),
-        other => bail!(
-            "--print-config knows claude-code, codex, opencode and windsurf; for {other}, docs/agents.md (\"Configuring an agent\") shows the configuration"
-        ),
+        other => bail!("--print-config does not know the agent {other}"),
     }
+}
+
+/// `command` as a POSIX shell line that answers every end of hookbox
+/// but its own (exit 0 or 2, what it printed passed on) with `P`'s block
+/// for `event`: its JSON on stdout and its exit code, and why on stderr.
+/// Every agent lets the action run on some abnormal end (a crash's 101, a
+/// kill's 137, a missing binary's 127, output that is not JSON), each in
+/// its own way; with this, none is one.
+fn answering_every_end<P: Protocol>(command: &str, event: &str) -> String {
+    let block = P::blocked_at(event, NO_ANSWER);
+    let json = block
+        .stdout
+        .map(|json| format!(" printf '%s\\n' {};", shell_quoted(&json.to_string())))
+        .unwrap_or_default();
+    format!(
+        "out=$({command}); s=$?; if [ \"$s\" -eq 0 ] || [ \"$s\" -eq 2 ]; then [ -z \"$out\" ] || printf '%s\\n' \"$out\"; exit \"$s\"; fi; echo \"hookbox ended abnormally (exit $s): the action is blocked\" >&2;{json} exit {}",
+        block.exit_code
+    )
 }
 
 fn claude_code(command: &str) -> String {
     let mut hooks = serde_json::Map::new();
     for event in CLAUDE_CODE_EVENTS {
+        let command = answering_every_end::<ClaudeCode>(command, event);
         let handler = json!({"type": "command", "command": command, "onFailure": "block"});
         let entry = if event.starts_with("User") {
             json!({"hooks": [handler]})
@@ -86,9 +129,11 @@ fn claude_code(command: &str) -> String {
 const CLAUDE_CODE_STEPS: &str = "\
 Put the \"hooks\" above in .claude/settings.json (this project) or
 ~/.claude/settings.json (every project), merged with any hooks already there.
-\"onFailure\": \"block\" needs Claude Code 2.1.295 or later: with it, a hookbox
-that cannot start or times out blocks the action; without it Claude Code
-runs the tool. `/hooks` in Claude Code lists what it loaded.";
+\"onFailure\": \"block\" needs Claude Code 2.1.295 or later: with it, a hook
+that times out blocks the action; without it Claude Code runs the tool. The
+command is a POSIX shell line (macOS, Linux, WSL) that answers a crashed,
+killed or missing hookbox with the event's block. `/hooks` in Claude Code
+lists what it loaded.";
 
 fn codex(command: &str) -> String {
     let mut out = String::from(
@@ -97,7 +142,7 @@ fn codex(command: &str) -> String {
     for event in CODEX_EVENTS {
         out.push_str(&format!(
             "\n[[hooks.{event}]]\n[[hooks.{event}.hooks]]\ntype = \"command\"\ncommand = {}\n",
-            toml_string(&blocking_every_abnormal_end(command))
+            toml_string(&answering_every_end::<Codex>(command, event))
         ));
     }
     out
@@ -118,28 +163,105 @@ For a one-off headless run whose hooks you checked yourself,
 hookbox answers only with the fields Codex knows: Codex counts an unknown
 field as a failed hook and runs the tool. Codex runs the tool, too, when a
 hook exits with any code but 0 or 2: the command above turns every
-abnormal end of hookbox (a crash, a kill, a missing binary) into 2, the
-block. It is a POSIX shell line (macOS, Linux, WSL).";
+abnormal end of hookbox (a crash, a kill, a missing binary) into the
+event's block. It is a POSIX shell line (macOS, Linux, WSL).";
 
-/// `command` inside a shell line that turns every end but 0 and 2 into 2,
-/// saying why on stderr (which the agent shows its model). For an agent
-/// that reads a hook's exit code as Windsurf and Codex do: 2 blocks, and
-/// anything else but 0 lets the action run, a crash (101), a kill (137) or
-/// a missing binary (127) too.
-fn blocking_every_abnormal_end(command: &str) -> String {
+fn gemini(command: &str) -> String {
+    let mut hooks = serde_json::Map::new();
+    for event in GEMINI_EVENTS {
+        let command = answering_every_end::<Gemini>(command, event);
+        let handler = json!({"name": "hookbox", "type": "command", "command": command});
+        let entry = if event == "BeforeAgent" {
+            json!({"hooks": [handler]})
+        } else {
+            json!({"matcher": ".*", "hooks": [handler]})
+        };
+        hooks.insert(event.to_owned(), json!([entry]));
+    }
+    serde_json::to_string_pretty(&json!({"hooks": hooks})).unwrap_or_default()
+}
+
+const GEMINI_STEPS: &str = "\
+Put the \"hooks\" above in .gemini/settings.json (this project) or
+~/.gemini/settings.json (every project), merged with any hooks already
+there. Gemini runs the
+tool when a hook exits with any code but 0 or 2, or prints something that
+is not JSON: the command above answers every abnormal end of hookbox (a
+crash, a kill, a missing binary) with the event's block. A hook Gemini
+kills at its own timeout (60 s by default; `timeout`, in ms, per hook) is
+Gemini's to decide, and it runs the tool: keep the plugins' deadlines
+below it. It is a POSIX shell line (macOS, Linux, WSL).";
+
+fn cursor(command: &str) -> String {
+    let mut hooks = serde_json::Map::new();
+    for event in CURSOR_EVENTS {
+        let command = answering_every_end::<Cursor>(command, event);
+        hooks.insert(
+            event.to_owned(),
+            json!([{"command": command, "failClosed": true}]),
+        );
+    }
+    serde_json::to_string_pretty(&json!({"version": 1, "hooks": hooks})).unwrap_or_default()
+}
+
+const CURSOR_STEPS: &str = "\
+Put the \"hooks\" above in .cursor/hooks.json (this project) or
+~/.cursor/hooks.json (every project), merged with any hooks already there.
+\"failClosed\": true makes Cursor block the action when a hook times out;
+the command itself answers a crashed, killed or missing hookbox with the
+event's block. preToolUse covers every tool, the shell and MCP tools too
+(beforeShellExecution and beforeMCPExecution are also understood, for
+Cursor versions without it). It is a POSIX shell line (macOS, Linux, WSL).";
+
+fn copilot(command: &str) -> String {
+    let mut hooks = serde_json::Map::new();
+    for event in COPILOT_EVENTS {
+        // Copilot's input does not name its event: the command does.
+        let command = format!("{command} --event {event}");
+        let command = answering_every_end::<Copilot>(&command, event);
+        hooks.insert(
+            event.to_owned(),
+            json!([{"type": "command", "bash": command, "timeoutSec": 30}]),
+        );
+    }
+    serde_json::to_string_pretty(&json!({"version": 1, "hooks": hooks})).unwrap_or_default()
+}
+
+const COPILOT_STEPS: &str = "\
+Save the JSON above as .github/hooks/hookbox.json in the repository (Copilot
+CLI reads it from the working directory) or in ~/.copilot/hooks/ (every
+repository). The paths in it are this machine's: the cloud agent needs
+hookbox installed in its environment and the paths changed to match.
+Copilot's input names no session: set HOOKBOX_SESSION in Copilot's
+environment (or add --session NAME to the command) so the calls of one
+session share the plugins' state; without it each call starts from
+nothing. The command answers a crashed, killed or missing hookbox with
+the event's block; it is a bash line (macOS, Linux, WSL).";
+
+fn cline(command: &str) -> String {
     format!(
-        "{command} || {{ s=$?; [ \"$s\" -eq 2 ] || echo \"hookbox ended abnormally (exit $s): the action is blocked\" >&2; exit 2; }}"
+        "#!/bin/sh\n# hookbox: a Cline hook, the same for each event it guards ({}).\n{}\n",
+        CLINE_EVENTS.join(", "),
+        answering_every_end::<Cline>(command, CLINE_EVENTS[0])
     )
 }
 
-/// Windsurf reads nothing but the exit code ([`blocking_every_abnormal_end`]).
+const CLINE_STEPS: &str = "\
+Save the script above as .clinerules/hooks/PreToolUse (this project) or
+~/Documents/Cline/Hooks/PreToolUse (every project), make it
+executable (chmod +x), and link PostToolUse and UserPromptSubmit to it in
+the same folder (ln -s PreToolUse PostToolUse). Cline runs the action when
+a hook exits non-zero or prints no JSON: the script answers every abnormal
+end of hookbox (a crash, a kill, a missing binary) with Cline's cancel.";
+
+/// Windsurf reads nothing but the exit code ([`answering_every_end`]).
 fn windsurf(command: &str) -> String {
-    let guarded = blocking_every_abnormal_end(command);
     let mut hooks = serde_json::Map::new();
     for event in WINDSURF_EVENTS {
+        let command = answering_every_end::<Windsurf>(command, event);
         hooks.insert(
             event.to_owned(),
-            json!([{"command": guarded, "show_output": true}]),
+            json!([{"command": command, "show_output": true}]),
         );
     }
     serde_json::to_string_pretty(&json!({"hooks": hooks})).unwrap_or_default()

@@ -448,8 +448,6 @@ fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
     let out = run_hook(shell, &dir, fixture["input"].to_string().as_bytes());
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(stdout_json(&out), fixture["stdout"]);
-    // Codex runs the tool on any exit but 0 and 2, as Windsurf does.
-    every_abnormal_end_blocks(command, &dir, &fixture["input"].to_string());
 
     let (config, steps) = print("claude-code");
     let config: Value = serde_json::from_str(&config).expect("Claude Code reads JSON");
@@ -471,16 +469,31 @@ fn the_printed_configuration_is_the_agents_own_and_its_command_answers() {
     }
     assert!(steps.contains("settings.json"), "{steps}");
 
-    let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
-        .args(["hook", "cline", "--print-config", "--plugins"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("knows claude-code, codex, opencode and windsurf")
-    );
+    // The others: every event each agent's module maps is hooked.
+    for (agent, events) in [
+        ("gemini", &["BeforeTool", "AfterTool", "BeforeAgent"][..]),
+        (
+            "cursor",
+            &[
+                "preToolUse",
+                "postToolUse",
+                "beforeReadFile",
+                "beforeSubmitPrompt",
+            ][..],
+        ),
+        ("copilot", &["preToolUse", "postToolUse"][..]),
+    ] {
+        for event in events {
+            let line = printed_line(agent, &dir, event);
+            assert!(
+                line.contains(&format!("hook {agent} --plugins")),
+                "{agent} {event}: {line}"
+            );
+        }
+    }
+    let (script, steps) = print("cline");
+    assert!(script.starts_with("#!/bin/sh\n"), "{script}");
+    assert!(steps.contains(".clinerules/hooks/PreToolUse"), "{steps}");
 }
 
 /// A hook's answer with the reasons hookbox wrote taken out: its exit code
@@ -558,12 +571,11 @@ fn a_panic_inside_hookbox_hook_is_each_agents_block() {
     }
 }
 
-/// Windsurf reads only the exit code, and runs the action on any but 2:
-/// the printed configuration's command blocks when hookbox blocks, lets
-/// through what hookbox lets through, and blocks when hookbox is killed
-/// mid-decision or is not there at all.
+/// Windsurf reads only the exit code: the printed configuration hooks
+/// every event hookbox maps, and its command blocks (exit 2) when hookbox
+/// blocks and lets through what hookbox lets through.
 #[test]
-fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
+fn windsurf_s_printed_command_answers_with_the_exit_code() {
     let dir = plugin_dir("windsurf-config").canonicalize().unwrap();
     let (config, steps) = printed_config("windsurf", &dir);
     let config: Value = serde_json::from_str(&config).expect("Windsurf reads JSON");
@@ -608,35 +620,146 @@ fn windsurf_s_printed_command_blocks_on_every_abnormal_end() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-
-    every_abnormal_end_blocks(command, &dir, &allowed);
 }
 
-/// `command`, a printed configuration's shell line, run as the agent runs
-/// it (`sh -c`) on `input`: killed while it decides, and with no hookbox
-/// where it names one, it exits 2, the block, saying why.
-fn every_abnormal_end_blocks(command: &str, dir: &Path, input: &str) {
-    let shell = |command: &str| {
-        let mut shell = Command::new("sh");
-        shell.args(["-c", command]);
-        shell
+/// Every agent's printed command, run as the agent runs it, answers a
+/// documented input as hookbox itself does, and answers each abnormal end
+/// of hookbox (killed while it decides, not there at all) with the block
+/// the agent reads for that event: the same answer as a stack that failed
+/// closed, with why on stderr. OpenCode's plugin does the same in OpenCode
+/// itself (`host/cli/tests/opencode.rs`).
+#[test]
+fn every_agent_s_printed_command_blocks_on_every_abnormal_end() {
+    let dir = plugin_dir("abnormal-ends").canonicalize().unwrap();
+    let broken = scratch(
+        "abnormal-broken",
+        "[[plugin]]\nfile = \"guard.wasm\"\n",
+        &[],
+    );
+    std::fs::write(broken.join("guard.wasm"), b"not a component").unwrap();
+    for (fixture, event) in [
+        ("claude-code/pre-tool-use-allowed.json", "PreToolUse"),
+        ("codex/pre-tool-use-allowed.json", "PreToolUse"),
+        ("gemini/before-tool-mcp.json", "BeforeTool"),
+        ("cursor/pre-tool-use-allowed.json", "preToolUse"),
+        ("copilot/pre-tool-use-allowed.json", "preToolUse"),
+        ("cline/pre-tool-use-allowed.json", "PreToolUse"),
+        ("windsurf/pre-run-command-allowed.json", "pre_run_command"),
+    ] {
+        let agent = fixture.split('/').next().unwrap();
+        let case: Value =
+            serde_json::from_str(&std::fs::read_to_string(data().join(fixture)).unwrap()).unwrap();
+        let input = case["input"].to_string();
+        let line = printed_line(agent, &dir, event);
+        let printed = Printed { agent, line: &line };
+
+        let out = run_hook(printed.command(&dir), &dir, input.as_bytes());
+        assert_eq!(
+            out.status.code(),
+            case["exit"].as_i64().map(|c| c as i32),
+            "{fixture}"
+        );
+        if !case["stdout"].is_null() {
+            assert_eq!(stdout_json(&out), case["stdout"], "{fixture}");
+        }
+
+        let mut args = vec![agent];
+        if let Some(event) = case["event"].as_str() {
+            args.extend(["--event", event]);
+        }
+        let blocked = answer_shape(&hook_with(&broken, &args, input.as_bytes()));
+        let killed = killed_mid_decision(printed.command(&dir), &dir, &input);
+        let stderr = String::from_utf8_lossy(&killed.stderr);
+        assert!(
+            stderr.contains("ended abnormally (exit 137)"),
+            "{fixture}: {stderr}"
+        );
+        assert_eq!(answer_shape(&killed), blocked, "{fixture}: killed");
+
+        let exe = Path::new(env!("CARGO_BIN_EXE_hookbox"))
+            .canonicalize()
+            .unwrap();
+        let line = line.replacen(&*exe.to_string_lossy(), "/nonexistent/hookbox", 1);
+        let missing = Printed { agent, line: &line };
+        let out = run_hook(missing.command(&dir), &dir, input.as_bytes());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("ended abnormally (exit 127)"),
+            "{fixture}: {stderr}"
+        );
+        assert_eq!(answer_shape(&out), blocked, "{fixture}: missing");
+    }
+}
+
+/// The command `agent`'s printed configuration runs for `event`: a shell
+/// line, or (Cline) the script the hook's file holds.
+fn printed_line(agent: &str, dir: &Path, event: &str) -> String {
+    let (config, _) = printed_config(agent, dir);
+    let command = match agent {
+        "cline" => return config,
+        "codex" => {
+            let config: toml::Table = toml::from_str(&config).unwrap();
+            return config["hooks"][event][0]["hooks"][0]["command"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+        }
+        _ => serde_json::from_str::<Value>(&config).unwrap(),
     };
-    // Killed while it decides.
-    let mut hanging = shell(command);
-    hanging.env("HOOKBOX_TEST_FAULT", "hang");
-    let mut child = spawn_hook(hanging, dir);
+    let handler = &command["hooks"][event][0];
+    let line = match agent {
+        "claude-code" | "gemini" => &handler["hooks"][0]["command"],
+        "copilot" => &handler["bash"],
+        _ => &handler["command"],
+    };
+    line.as_str()
+        .unwrap_or_else(|| panic!("{agent} {event}: {command}"))
+        .to_owned()
+}
+
+/// A printed command, to run as its agent runs it.
+struct Printed<'a> {
+    agent: &'a str,
+    line: &'a str,
+}
+
+impl Printed<'_> {
+    /// `sh -c LINE`; for Cline, the script saved as an executable hook
+    /// file in `dir` and run.
+    fn command(&self, dir: &Path) -> Command {
+        if self.agent != "cline" {
+            let mut shell = Command::new("sh");
+            shell.args(["-c", self.line]);
+            return shell;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let hooks = dir.join(".clinerules/hooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        let file = hooks.join("PreToolUse");
+        std::fs::write(&file, self.line).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        Command::new(file)
+    }
+}
+
+/// `command` (a printed command) run on `input` with hookbox hanging in
+/// its decision, and hookbox killed there.
+fn killed_mid_decision(mut command: Command, dir: &Path, input: &str) -> std::process::Output {
+    command.env("HOOKBOX_TEST_FAULT", "hang");
+    let mut child = spawn_hook(command, dir);
     child
         .stdin
         .take()
         .unwrap()
         .write_all(input.as_bytes())
         .unwrap();
-    let shell_pid = child.id().to_string();
+    let parent = child.id().to_string();
     let started = std::time::Instant::now();
     loop {
         std::thread::sleep(std::time::Duration::from_millis(200));
+        // hookbox, wherever it is under the shell.
         let killed = Command::new("pkill")
-            .args(["-KILL", "-P", &shell_pid])
+            .args(["-KILL", "-f", "--parent", &parent, "hookbox hook"])
             .status()
             .unwrap();
         if killed.success() {
@@ -647,25 +770,5 @@ fn every_abnormal_end_blocks(command: &str, dir: &Path, input: &str) {
             "hookbox never started under the shell"
         );
     }
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "a killed hookbox blocks: {stderr}"
-    );
-    assert!(stderr.contains("ended abnormally (exit 137)"), "{stderr}");
-
-    // Not there.
-    let exe = Path::new(env!("CARGO_BIN_EXE_hookbox"))
-        .canonicalize()
-        .unwrap();
-    let missing = command.replacen(&*exe.to_string_lossy(), "/nonexistent/hookbox", 1);
-    assert_ne!(
-        missing, command,
-        "the command names this hookbox: {command}"
-    );
-    let out = run_hook(shell(&missing), dir, input.as_bytes());
-    assert_eq!(out.status.code(), Some(2), "a missing hookbox blocks");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ended abnormally (exit 127)"));
+    child.wait_with_output().unwrap()
 }
