@@ -995,6 +995,27 @@ fn hooks_and_the_tool_read_the_same_arguments() {
     assert!(!setup.workspace.join("a").exists());
 }
 
+/// Arguments that are not a JSON object reach no guard and no tool: the
+/// runner asks through the door, whose one argument policy refuses them
+/// (`Call::Refuse` by the host); the model reads why, the run goes on.
+#[test]
+fn arguments_no_guard_could_read_do_not_run() {
+    let guard = director(&[("tool-call", "skip:never asked")]);
+    let setup = Setup::new(
+        calls_then_done(json!([{"name": "write_file", "arguments": "path=a content=rm -rf ~"}])),
+        &[guard],
+    );
+    let report = setup.run("x");
+    assert_eq!(report.status, RunStatus::Finished);
+    let call = &report.tool_calls[0];
+    assert!(!call.executed);
+    let ToolOutcome::Denied(why) = &call.outcome else {
+        panic!("{:?}", call.outcome)
+    };
+    assert!(why.contains("not a JSON object"), "{why}");
+    assert!(!setup.workspace.join("a").exists());
+}
+
 #[test]
 fn the_conversation_keeps_tool_calls_tied_to_their_results() {
     let setup = Setup::new(

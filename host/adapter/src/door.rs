@@ -63,7 +63,13 @@ pub struct Door {
     end: OnceLock<(Outcome, EventKind)>,
     /// Numbers the tool calls that came without an id.
     next_call: AtomicU64,
+    /// Told every decision other than continue, as it is made.
+    tap: Option<Tap>,
 }
+
+/// What [`Door::tapped`] tells: the kind of event asked about and the
+/// stack's decision on it.
+pub type Tap = Box<dyn Fn(EventKind, &Decision) + Send + Sync>;
 
 /// A tool call's arguments, as the client holds them.
 #[derive(Clone, Debug, PartialEq)]
@@ -164,6 +170,7 @@ impl Door {
             over: AtomicBool::new(false),
             end: OnceLock::new(),
             next_call: AtomicU64::new(0),
+            tap: None,
         }
     }
 
@@ -177,7 +184,19 @@ impl Door {
             wants,
             end: OnceLock::new(),
             next_call: AtomicU64::new(0),
+            tap: None,
         }
+    }
+
+    /// The same door, telling `tap` every decision other than continue
+    /// as the stack makes it (a terminate too, before it is raised; an
+    /// event's own default, such as fail for an invalid tool call nobody
+    /// subscribes to): a runner's progress events, a log. Not told: a
+    /// failure, and the end replayed to a later event.
+    #[must_use]
+    pub fn tapped(mut self, tap: Tap) -> Door {
+        self.tap = Some(tap);
+        self
     }
 
     /// The run's id.
@@ -284,7 +303,7 @@ impl Door {
         }
         let kind = event.kind();
         if ctx.is_some() && !self.wants(kind) {
-            return Ok(Decision::new(kind.default_flow()));
+            return self.told(kind, Ok(Decision::new(kind.default_flow())));
         }
         let mut guard = self.lock()?;
         let Some(run) = guard.as_mut() else {
@@ -302,6 +321,18 @@ impl Door {
         if panicked_here || run.is_over() {
             self.end.get_or_init(|| (outcome.clone(), kind));
             self.over.store(true, Ordering::Release);
+        }
+        drop(guard);
+        self.told(kind, outcome)
+    }
+
+    /// `outcome`, a decision just made on a `kind` of event, told to the
+    /// tap.
+    fn told(&self, kind: EventKind, outcome: Outcome) -> Outcome {
+        if let (Some(tap), Ok(decision)) = (&self.tap, &outcome)
+            && !decision.flow.is_continue()
+        {
+            tap(kind, decision);
         }
         outcome
     }
@@ -493,7 +524,7 @@ impl Door {
         }
         let kind = event.kind();
         if ctx.is_some() && !self.wants(kind) {
-            return Ok(Decision::new(kind.default_flow()));
+            return self.told(kind, Ok(Decision::new(kind.default_flow())));
         }
         if let Some(failure) = self.refused() {
             return Err(failure.clone());
@@ -665,6 +696,41 @@ mod tests {
         let failure = door.decide(None, &tool_call()).unwrap_err();
         assert_host(&failure, Cause::Limit);
         assert!(door.is_over());
+    }
+
+    #[test]
+    fn a_tap_is_told_each_decision_but_continue_as_it_is_made_and_never_a_replayed_end() {
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let (stack, _) = ending();
+        let seen = told.clone();
+        let door = Door::open(&stack, "r").tapped(Box::new(move |kind, decision| {
+            seen.lock()
+                .unwrap()
+                .push((kind, decision.flow.name().to_owned()));
+        }));
+        let ctx = HookContext::default();
+        // Nobody subscribes: continue is not told; an invalid tool call's
+        // default, fail, is.
+        door.decide(Some(&ctx), &tool_call()).unwrap();
+        let invalid = StepEvent::InvalidToolCall(hookbox::InvalidToolCall {
+            tool_name: "nope".into(),
+            tool_call_id: None,
+            internal_call_id: None,
+            args: None,
+            available_tools: Vec::new(),
+            allowed_tools: Vec::new(),
+            tool_choice: None,
+        });
+        door.decide(Some(&ctx), &invalid).unwrap();
+        door.decide(None, &tool_result()).unwrap();
+        door.decide(None, &tool_result()).unwrap();
+        assert_eq!(
+            *told.lock().unwrap(),
+            [
+                (EventKind::InvalidToolCall, "fail".to_owned()),
+                (EventKind::ToolResult, "terminate".to_owned()),
+            ]
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
-//! The runner's guarded session ([`Door`]): asks the stack off the async
-//! executor, reports decisions as loop events, and turns the ends of a run
-//! into a [`RunStatus`].
+//! The runner's guarded session ([`Door`]): asks it off the async
+//! executor, reports its decisions as loop events (its tap), and turns the
+//! ends of a run into a [`RunStatus`].
 
 use std::sync::Arc;
 
@@ -8,8 +8,13 @@ use crate::events::{EventSink, LoopEvent};
 use crate::report::RunStatus;
 use crate::text::cut;
 
-use hookbox::{Decision, EventKind, Flow, HookContext, HookStack, Observe, StepEvent};
-use hookbox_adapter::{Asking, Door};
+use hookbox::{
+    Decision, EventKind, Flow, HookContext, HookStack, Message, Observe, StepEvent, Stopped,
+    ToolOutcome,
+};
+use hookbox_adapter::verdict::{Call, Reading, Request};
+use hookbox_adapter::{Asking, Door, ToolUse};
+use serde_json::Value;
 
 /// How many bytes of a flow's payload a loop event shows.
 const DETAIL_BYTES: usize = 200;
@@ -18,7 +23,6 @@ const DETAIL_BYTES: usize = 200;
 pub(crate) struct Guard {
     door: Arc<Door>,
     agent_name: Option<String>,
-    events: EventSink,
 }
 
 impl Guard {
@@ -34,10 +38,18 @@ impl Guard {
         if let Some(observer) = observer {
             run.observe(observer.clone());
         }
+        let door =
+            Door::around(run, stack.subscriptions()).tapped(Box::new(move |kind, decision| {
+                events.emit(LoopEvent::HookDecision {
+                    event: kind,
+                    flow: decision.flow.name().to_owned(),
+                    plugin: decision.plugin.as_deref().map(str::to_owned),
+                    detail: detail(&decision.flow),
+                });
+            }));
         Guard {
-            door: Arc::new(Door::around(run, stack.subscriptions())),
+            door: Arc::new(door),
             agent_name,
-            events,
         }
     }
 
@@ -56,53 +68,65 @@ impl Guard {
         self.door.wants(kind)
     }
 
-    /// Asks the stack about `event`. A guest call can take up to its
-    /// deadline, so it runs on tokio's blocking pool, never on the executor.
-    ///
-    /// `Err` carries how the run ends: a fail-closed outcome, or a
-    /// terminate.
+    /// A guest call can take up to its deadline, so it runs on tokio's
+    /// blocking pool, never on the executor, where the loop's own timeout
+    /// can give up on it; the decision's own span (`apply_guardrail`, from
+    /// the stack) is a child of the run's there too.
+    fn asking() -> Asking {
+        Asking::OnPool(tracing::Span::current())
+    }
+
+    /// Asks the stack about `event`, any but a tool call, its result and a
+    /// model call. `Err`: how the run ends.
     pub async fn ask(&self, ctx: HookContext, event: StepEvent) -> Result<Decision, RunStatus> {
-        let kind = event.kind();
-        // On the blocking pool, so the loop's own timeout can give up on a
-        // call in flight; the decision's own span (`apply_guardrail`, from
-        // the stack) is a child of the run's there too, and goes to the
-        // same subscriber.
-        let outcome = self
+        let asked = self.door.ask_observe(Some(ctx), event, Self::asking());
+        asked.await.map_err(status_of)
+    }
+
+    /// Whether the tool call may run, and with which arguments.
+    pub async fn tool_call(&self, ctx: HookContext, call: ToolUse) -> Result<Call, RunStatus> {
+        let asked = self.door.ask_tool_call(Some(ctx), call, Self::asking());
+        asked.await.map_err(status_of)
+    }
+
+    /// What the model reads of a tool's `result`.
+    pub async fn tool_result(
+        &self,
+        ctx: HookContext,
+        call: ToolUse,
+        result: &str,
+        outcome: ToolOutcome,
+    ) -> Result<Reading, RunStatus> {
+        let returned = Value::String(result.to_owned());
+        let asked = self
             .door
-            .ask(Some(ctx), event, Asking::OnPool(tracing::Span::current()))
-            .await;
-        let decision = match outcome {
-            Ok(decision) => decision,
-            Err(failure) => {
-                tracing::error!("{failure}");
-                return Err(RunStatus::FailedClosed(failure));
-            }
-        };
-        let plugin = decision.plugin.as_deref().map(str::to_owned);
-        if !decision.flow.is_continue() {
-            self.events.emit(LoopEvent::HookDecision {
-                event: kind,
-                flow: decision.flow.name().to_owned(),
-                plugin: plugin.clone(),
-                detail: detail(&decision.flow),
-            });
-        }
-        if let Flow::Terminate(reason) = &decision.flow {
-            return Err(RunStatus::Terminated {
-                reason: reason.clone(),
-                plugin,
-                event: kind,
-            });
-        }
-        Ok(decision)
+            .ask_tool_result(Some(ctx), call, &returned, outcome, Self::asking());
+        asked.await.map_err(status_of)
+    }
+
+    /// The patch for the model call of `turn`, given the run's prompt and
+    /// the history it sends.
+    pub async fn completion_call(
+        &self,
+        ctx: HookContext,
+        (prompt, history): (String, Vec<Message>),
+        turn: u32,
+    ) -> Result<Request, RunStatus> {
+        let asked = self
+            .door
+            .ask_completion_call(Some(ctx), prompt, history, turn, Self::asking());
+        asked.await.map_err(status_of)
     }
 }
 
 /// How the run ends on `stopped`.
-pub(crate) fn status_of(stopped: hookbox::Stopped) -> RunStatus {
+pub(crate) fn status_of(stopped: Stopped) -> RunStatus {
     match stopped {
-        hookbox::Stopped::FailedClosed(failure) => RunStatus::FailedClosed(failure),
-        hookbox::Stopped::Terminated {
+        Stopped::FailedClosed(failure) => {
+            tracing::error!("{failure}");
+            RunStatus::FailedClosed(failure)
+        }
+        Stopped::Terminated {
             plugin,
             event,
             reason,

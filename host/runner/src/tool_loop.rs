@@ -25,9 +25,9 @@ use tracing::Instrument;
 
 use hookbox::json::is_json;
 use hookbox::{
-    CompletionCall, CompletionResponse, EventKind, InvalidToolCall, ModelResponse,
-    ModelTurnFinished, Role, StepEvent, StreamResponseFinish, TextDelta, ToolCall, ToolCallDelta,
-    ToolChoice, ToolErrorKind, ToolOutcome, ToolResult, Usage,
+    CompletionResponse, EventKind, InvalidToolCall, ModelResponse, ModelTurnFinished, Role,
+    StepEvent, StreamResponseFinish, TextDelta, ToolCallDelta, ToolChoice, ToolErrorKind,
+    ToolOutcome, Usage,
 };
 use hookbox::{Flow, HookStack, RequestPatch};
 
@@ -40,7 +40,8 @@ use crate::model::{
 use crate::report::{RunReport, RunStatus, ToolRecord};
 use crate::text::cut;
 use crate::tools::{ToolOutput, ToolSet};
-use hookbox_adapter::verdict::{self, Call, Output};
+use hookbox_adapter::ToolUse;
+use hookbox_adapter::verdict::Call;
 
 /// Most bytes of a tool's arguments or result recorded on a span.
 const SPAN_TEXT_BYTES: usize = 4096;
@@ -235,23 +236,14 @@ impl<'a> LoopState<'a> {
         if !self.guard.wants(EventKind::CompletionCall) {
             return Ok(None);
         }
-        let event = StepEvent::CompletionCall(CompletionCall {
-            prompt: self.prompt.clone(),
-            history: self
-                .messages
-                .iter()
-                .map(ChatMessage::to_hook_message)
-                .collect(),
-            turn,
-        });
-        let decision = self
-            .guard
-            .ask(self.guard.context(turn, streaming), event)
-            .await?;
-        Ok(match decision.flow {
-            Flow::PatchRequest(patch) => Some(patch),
-            _ => None,
-        })
+        let history = self
+            .messages
+            .iter()
+            .map(ChatMessage::to_hook_message)
+            .collect();
+        let ctx = self.guard.context(turn, streaming);
+        let asked = (self.prompt.clone(), history);
+        Ok(self.guard.completion_call(ctx, asked, turn).await?.patch)
     }
 
     /// Step 3: the model's answer through the stack (stream-response-finish
@@ -315,34 +307,27 @@ impl<'a> LoopState<'a> {
         let mut pending = pending.into_iter();
         while let Some(mut call) = pending.next() {
             let span = call.span.take();
-            let event = StepEvent::ToolResult(ToolResult {
-                tool_name: call.record.tool_name.clone(),
-                tool_call_id: Some(call.record.call_id.clone()),
-                internal_call_id: call.internal_id.clone(),
-                args: call.record.args.clone(),
-                result: call.record.result.clone(),
-                outcome: call.record.outcome.clone(),
-                extensions: call.extensions.to_string(),
-            });
-            let decision = self
-                .guard
-                .ask(self.guard.context(turn, streaming), event)
-                .await;
-            let decision = match decision {
-                Ok(decision) => decision,
+            let record = &call.record;
+            let tool = ToolUse::new(
+                &*record.tool_name,
+                &*record.args,
+                Some(record.call_id.clone()),
+            )
+            .internal(&*call.internal_id)
+            .extensions(&call.extensions);
+            let ctx = self.guard.context(turn, streaming);
+            let outcome = record.outcome.clone();
+            let read = self.guard.tool_result(ctx, tool, &record.result, outcome);
+            match read.await {
+                Ok(reading) => {
+                    if let Some(text) = reading.text() {
+                        call.record.result = text;
+                    }
+                }
                 Err(status) => {
                     self.tool_calls.push(call.record);
                     self.tool_calls.extend(pending.map(|p| p.record));
                     return Err(status);
-                }
-            };
-            match verdict::tool_result(Ok(decision)) {
-                Output::Replace { text, .. } => call.record.result = text,
-                Output::Keep => {}
-                Output::Stop(stopped) => {
-                    self.tool_calls.push(call.record);
-                    self.tool_calls.extend(pending.map(|p| p.record));
-                    return Err(crate::guard::status_of(stopped));
                 }
             }
             if let Some(span) = span.filter(|_| hookbox::trace::capture_content()) {
@@ -628,17 +613,14 @@ impl<'a> LoopState<'a> {
         at: &CallAt<'_>,
         record: &mut ToolRecord,
     ) -> Result<Option<Decided>, RunStatus> {
-        let event = StepEvent::ToolCall(ToolCall {
-            tool_name: record.tool_name.clone(),
-            tool_call_id: Some(at.call_id.to_owned()),
-            internal_call_id: at.internal_id.to_owned(),
-            args: record.args.clone(),
-        });
-        let decision = self
-            .guard
-            .ask(self.guard.context(at.turn, at.streaming), event)
-            .await?;
-        let reason = match verdict::tool_call(Ok(decision), record.args.clone()) {
+        let tool = ToolUse::new(
+            &*record.tool_name,
+            &*record.args,
+            Some(at.call_id.to_owned()),
+        )
+        .internal(at.internal_id);
+        let ctx = self.guard.context(at.turn, at.streaming);
+        let reason = match self.guard.tool_call(ctx, tool).await? {
             Call::Run { args, .. } => {
                 record.args = args;
                 return Ok(None);
