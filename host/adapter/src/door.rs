@@ -15,6 +15,7 @@
 //! | [`Door::tool_call`] | the stack's verdict ([`crate::verdict::tool_call`]): run (the arguments in canonical form, or a guard's rewrite), skip, refuse |
 //! | [`Door::tool_result`] | keep, or replace with the rewrite in the result's own shape ([`Reading`]) |
 //! | [`Door::completion_call`] | continue, or a [`Request`] patch for this call only |
+//! | [`Door::answered`]: the model's answer | nothing, or the stop; asked as stream-response-finish (when it streamed), then completion-response, every time |
 //! | [`Door::observe`]: any other event | nothing, or the stop |
 //! | any of these, once the run has ended | the stop, again: the same one |
 //!
@@ -40,8 +41,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hookbox::{
-    Cause, CompletionCall, Decision, EventKind, EventKinds, FailClosed, Flow, HookContext,
-    HookStack, Message, Outcome, Run, StepEvent, Stopped, ToolCall, ToolOutcome, ToolResult,
+    Cause, CompletionCall, CompletionResponse, Decision, EventKind, EventKinds, FailClosed, Flow,
+    HookContext, HookStack, Message, ModelResponse, Outcome, Run, StepEvent, Stopped,
+    StreamResponseFinish, ToolCall, ToolOutcome, ToolResult,
 };
 use serde_json::Value;
 
@@ -402,6 +404,26 @@ impl Door {
         Ok(Request::of(self.observe(ctx, &event)?))
     }
 
+    /// The model answered a call with `response` to the run's `prompt`,
+    /// `streamed` or not: stream-response-finish when it streamed, then
+    /// completion-response, every time, so a guard of the answer sees
+    /// every answer whichever way it came.
+    ///
+    /// # Errors
+    /// The stop, when the run ends.
+    pub fn answered(
+        &self,
+        ctx: Option<&HookContext>,
+        prompt: String,
+        response: ModelResponse,
+        streamed: bool,
+    ) -> Result<(), Stopped> {
+        for event in answer_events(prompt, response, streamed) {
+            self.observe(ctx, &event)?;
+        }
+        Ok(())
+    }
+
     /// The tool-call event of `call`, and the arguments as guards see them;
     /// or the refusal of arguments no guard could check.
     fn call_event(&self, call: ToolUse) -> Result<(StepEvent, String), Call> {
@@ -464,6 +486,22 @@ impl Door {
             Err(failure) => Err(failure.clone()),
         }
     }
+}
+
+/// The events of a model's answer, in the order they are asked.
+fn answer_events(prompt: String, response: ModelResponse, streamed: bool) -> Vec<StepEvent> {
+    let mut events = Vec::with_capacity(2);
+    if streamed {
+        events.push(StepEvent::StreamResponseFinish(StreamResponseFinish {
+            prompt: prompt.clone(),
+            response: response.clone(),
+        }));
+    }
+    events.push(StepEvent::CompletionResponse(CompletionResponse {
+        prompt,
+        response,
+    }));
+    events
 }
 
 /// The host's fail-closed for a panic under a decision.
@@ -591,6 +629,24 @@ impl Door {
             turn,
         });
         Ok(Request::of(self.ask_observe(ctx, event, asking).await?))
+    }
+
+    /// [`Door::answered`] from an async loop.
+    ///
+    /// # Errors
+    /// The stop, when the run ends.
+    pub async fn ask_answered(
+        self: &Arc<Self>,
+        ctx: Option<HookContext>,
+        prompt: String,
+        response: ModelResponse,
+        streamed: bool,
+        asking: Asking,
+    ) -> Result<(), Stopped> {
+        for event in answer_events(prompt, response, streamed) {
+            self.ask_observe(ctx.clone(), event, asking.clone()).await?;
+        }
+        Ok(())
     }
 
     /// [`Door::tool_result`] from an async loop.

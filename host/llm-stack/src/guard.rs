@@ -16,8 +16,8 @@ use futures_util::StreamExt;
 use hookbox::watch::StackSource;
 use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, StepEvent, Stopped};
 use hookbox::{
-    CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished, StreamResponseFinish,
-    TextDelta, ToolCallDelta, ToolError, ToolErrorKind, ToolOutcome,
+    InvalidToolCall, ModelResponse, ModelTurnFinished, TextDelta, ToolCallDelta, ToolError,
+    ToolErrorKind, ToolOutcome,
 };
 use hookbox_adapter::verdict::{Call as Verdict, Reading};
 use hookbox_adapter::{Args, Asking, Door, ToolUse};
@@ -135,6 +135,19 @@ impl GuardRun {
             .ask_observe(Some(self.context()), event, Asking::OffExecutor)
             .await;
         self.failed(asked)
+    }
+
+    /// Asks about the model's answer ([`hookbox_adapter::Door::answered`]).
+    async fn answered(
+        &self,
+        prompt: String,
+        response: ModelResponse,
+        streamed: bool,
+    ) -> Result<(), Stopped> {
+        let ctx = Some(self.context());
+        let door = &self.shared.door;
+        door.ask_answered(ctx, prompt, response, streamed, Asking::OffExecutor)
+            .await
     }
 
     /// [`GuardRun::ask`] from one of llm-stack's synchronous callbacks: on a
@@ -396,13 +409,9 @@ async fn finished(
         content: content.clone(),
         usage,
     };
-    let prompt = call.prompt;
-    let answered = if streaming {
-        StepEvent::StreamResponseFinish(StreamResponseFinish { prompt, response })
-    } else {
-        StepEvent::CompletionResponse(CompletionResponse { prompt, response })
-    };
-    run.ask(answered).await.map_err(|s| stop_error(&s))?;
+    run.answered(call.prompt, response, streaming)
+        .await
+        .map_err(|s| stop_error(&s))?;
     let turn = call.turn;
     run.ask(StepEvent::ModelTurnFinished(ModelTurnFinished {
         turn,

@@ -171,6 +171,27 @@ async fn stream_response_finish_terminate_stops_before_the_turns_tools() {
     assert!(ran.lock().unwrap().is_empty());
 }
 
+/// A streamed answer is a completion-response too (after its
+/// stream-response-finish), as in every door: a guard of the model's
+/// answer is not passed by streaming.
+#[tokio::test(flavor = "multi_thread")]
+async fn completion_response_terminate_stops_a_streamed_turn_before_its_tools() {
+    let model = model(vec![calls(&["noop"]), sample_response("never")]);
+    let (registry, ran) = registry(&["noop"]);
+    let result = run(
+        &puppet("completion-response"),
+        &model,
+        &registry,
+        "puppet:flow:terminate:r",
+    )
+    .await;
+    assert_eq!(
+        stop_of(result),
+        terminated(EventKind::CompletionResponse, "r")
+    );
+    assert!(ran.lock().unwrap().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn model_turn_finished_terminate_stops_the_loop() {
     let model = model(vec![sample_response("puppet:flow:terminate:t")]);

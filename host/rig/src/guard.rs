@@ -6,10 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use hookbox::watch::StackSource;
 use hookbox::{Cause, Decision, EventKind, FailClosed, Flow, StepEvent, Stopped};
-use hookbox::{
-    CompletionResponse, InvalidToolCall, ModelResponse, ModelTurnFinished, StreamResponseFinish,
-    TextDelta, ToolCallDelta,
-};
+use hookbox::{InvalidToolCall, ModelResponse, ModelTurnFinished, TextDelta, ToolCallDelta};
 use rig_agent::agent::{
     AgentHook, CompletionCallAction, CompletionCallEvent, DispatchAction, DispatchEvent,
     HookContext, InvalidToolCallAction, ModelTurnAction, ObservationAction, OutcomeAction,
@@ -333,14 +330,15 @@ impl AgentHook for Guard {
                     content: map::answer_text(&response.choice),
                     usage: map::usage(&response.usage),
                 };
-                let answered = if ctx.is_streaming() {
-                    StepEvent::StreamResponseFinish(StreamResponseFinish { prompt, response })
-                } else {
-                    StepEvent::CompletionResponse(CompletionResponse { prompt, response })
-                };
-                match self.ask(ctx, answered).await {
+                let (door, hook_ctx) = self.door(ctx);
+                let streamed = ctx.is_streaming();
+                let asking = Asking::OffExecutor;
+                match door
+                    .ask_answered(Some(hook_ctx), prompt, response, streamed, asking)
+                    .await
+                {
                     Err(stopped) => OutcomeAction::stop(stopped.reason()),
-                    Ok(_) => OutcomeAction::Proceed,
+                    Ok(()) => OutcomeAction::Proceed,
                 }
             }
             _ => OutcomeAction::Proceed,

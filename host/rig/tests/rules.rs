@@ -188,6 +188,30 @@ async fn stream_response_finish_is_the_completion_response_of_a_streamed_run() {
     assert_eq!(end, Some(terminated(EventKind::StreamResponseFinish, "s")));
 }
 
+/// A streamed answer is a completion-response too (after its
+/// stream-response-finish), as in every door: a guard of the model's
+/// answer is not passed by streaming.
+#[tokio::test]
+async fn a_streamed_answer_is_a_completion_response_too() {
+    let model = MockCompletionModel::from_stream_turns([vec![
+        MockStreamEvent::text("hi"),
+        MockStreamEvent::final_response_with_total_tokens(2),
+    ]]);
+    let agent = AgentBuilder::new(model)
+        .add_hook(puppet("completion-response"))
+        .build();
+    let mut stream = agent.prompt("puppet:flow:terminate:r").stream();
+    let mut end = None;
+    while let Some(item) = stream.next().await {
+        match item {
+            Err(err) => end = hookbox_rig::stopped(&err),
+            Ok(MultiTurnStreamItem::FinalResponse(_)) => panic!("the run finished"),
+            Ok(_) => {}
+        }
+    }
+    assert_eq!(end, Some(terminated(EventKind::CompletionResponse, "r")));
+}
+
 #[tokio::test]
 async fn model_turn_finished_terminate_stops_the_run() {
     let model = MockCompletionModel::from_turns([MockTurn::text("puppet:flow:terminate:t")]);

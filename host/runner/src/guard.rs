@@ -9,8 +9,8 @@ use crate::report::RunStatus;
 use crate::text::cut;
 
 use hookbox::{
-    Decision, EventKind, Flow, HookContext, HookStack, Message, Observe, StepEvent, Stopped,
-    ToolOutcome,
+    Decision, EventKind, Flow, HookContext, HookStack, Message, ModelResponse, Observe, StepEvent,
+    Stopped, ToolOutcome,
 };
 use hookbox_adapter::verdict::{Call, Reading, Request};
 use hookbox_adapter::{Asking, Door, ToolUse};
@@ -80,6 +80,20 @@ impl Guard {
     /// model call. `Err`: how the run ends.
     pub async fn ask(&self, ctx: HookContext, event: StepEvent) -> Result<Decision, RunStatus> {
         let asked = self.door.ask_observe(Some(ctx), event, Self::asking());
+        asked.await.map_err(status_of)
+    }
+
+    /// Asks about the model's answer to the run's `prompt`.
+    pub async fn answered(
+        &self,
+        ctx: HookContext,
+        prompt: String,
+        response: ModelResponse,
+        streamed: bool,
+    ) -> Result<(), RunStatus> {
+        let asked = self
+            .door
+            .ask_answered(Some(ctx), prompt, response, streamed, Self::asking());
         asked.await.map_err(status_of)
     }
 

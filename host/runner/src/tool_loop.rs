@@ -25,9 +25,8 @@ use tracing::Instrument;
 
 use hookbox::json::is_json;
 use hookbox::{
-    CompletionResponse, EventKind, InvalidToolCall, ModelResponse, ModelTurnFinished, Role,
-    StepEvent, StreamResponseFinish, TextDelta, ToolCallDelta, ToolChoice, ToolErrorKind,
-    ToolOutcome, Usage,
+    EventKind, InvalidToolCall, ModelResponse, ModelTurnFinished, Role, StepEvent, TextDelta,
+    ToolCallDelta, ToolChoice, ToolErrorKind, ToolOutcome, Usage,
 };
 use hookbox::{Flow, HookStack, RequestPatch};
 
@@ -263,21 +262,10 @@ impl<'a> LoopState<'a> {
             content: answer.content.clone(),
             usage: answer.usage,
         };
-        if streaming {
-            let event = StepEvent::StreamResponseFinish(StreamResponseFinish {
-                prompt: self.prompt.clone(),
-                response: response.clone(),
-            });
-            self.guard
-                .ask(self.guard.context(turn, true), event)
-                .await?;
-        }
-        let event = StepEvent::CompletionResponse(CompletionResponse {
-            prompt: self.prompt.clone(),
-            response,
-        });
+        let ctx = self.guard.context(turn, streaming);
+        let prompt = self.prompt.clone();
         self.guard
-            .ask(self.guard.context(turn, streaming), event)
+            .answered(ctx, prompt, response, streaming)
             .await?;
         self.events.emit(LoopEvent::LlmResponseReceived {
             iteration: turn,
