@@ -78,7 +78,8 @@ pub type Tap = Box<dyn Fn(EventKind, &Decision) + Send + Sync>;
 pub enum Args {
     /// JSON text.
     Text(String),
-    /// A JSON value.
+    /// A JSON value: an object; a string holding one (as some clients
+    /// send them); or none (`null`), which is `{}`.
     Json(Value),
 }
 
@@ -86,7 +87,8 @@ impl Args {
     /// The arguments in the one canonical form, if they are JSON at all.
     fn canonical(&self) -> Option<String> {
         match self {
-            Args::Text(text) => hookbox::json::canonical(text),
+            Args::Text(text) | Args::Json(Value::String(text)) => hookbox::json::canonical(text),
+            Args::Json(Value::Null) => Some("{}".to_owned()),
             Args::Json(value) => hookbox::json::canonical(&value.to_string()),
         }
     }
@@ -151,6 +153,56 @@ impl ToolUse {
     pub fn extensions(mut self, extensions: &Value) -> ToolUse {
         self.extensions = Some(extensions.to_string());
         self
+    }
+
+    /// The tool-call event every door asks for this call, with the
+    /// arguments as guards see them (the one canonical form); or, for
+    /// arguments that are not a JSON object, the refusal naming
+    /// [`hookbox::HOST`]: no guard could check them. Its internal id is
+    /// the door's, else the model's, else empty ([`Door::tool_call`]
+    /// numbers a call without either).
+    ///
+    /// # Errors
+    /// The refusal.
+    pub fn call_event(self) -> Result<(StepEvent, String), Call> {
+        let Some(asked) = self.args.canonical().filter(|a| a.starts_with('{')) else {
+            return Err(Call::Refuse {
+                by: Arc::from(hookbox::HOST),
+                why: format!(
+                    "the arguments of `{}` are not a JSON object, so no guard could check them; the call did not run",
+                    self.name
+                ),
+            });
+        };
+        let event = StepEvent::ToolCall(ToolCall {
+            internal_call_id: self.internal_or_model_id(),
+            tool_name: self.name,
+            tool_call_id: self.call_id,
+            args: asked.clone(),
+        });
+        Ok((event, asked))
+    }
+
+    /// The tool-result event every door asks for this call, which ended
+    /// as `outcome` and `returned` what the model would read: text, or any
+    /// JSON, which guards read as its text ([`crate::shape::result_text`]).
+    pub fn result_event(self, returned: &Value, outcome: ToolOutcome) -> StepEvent {
+        StepEvent::ToolResult(ToolResult {
+            internal_call_id: self.internal_or_model_id(),
+            args: self.args.canonical().unwrap_or_else(|| "{}".to_owned()),
+            tool_name: self.name,
+            tool_call_id: self.call_id,
+            result: crate::shape::result_text(returned),
+            outcome,
+            extensions: self.extensions.unwrap_or_else(|| "{}".to_owned()),
+        })
+    }
+
+    fn internal_or_model_id(&self) -> String {
+        self.internal_id
+            .clone()
+            .or_else(|| self.call_id.clone())
+            .unwrap_or_default()
     }
 }
 
@@ -424,44 +476,25 @@ impl Door {
         Ok(())
     }
 
-    /// The tool-call event of `call`, and the arguments as guards see them;
-    /// or the refusal of arguments no guard could check.
+    /// The tool-call event of `call` ([`ToolUse::call_event`]), a call
+    /// without an id numbered.
     fn call_event(&self, call: ToolUse) -> Result<(StepEvent, String), Call> {
-        let Some(asked) = call.args.canonical().filter(|a| a.starts_with('{')) else {
-            return Err(Call::Refuse {
-                by: Arc::from(hookbox::HOST),
-                why: format!(
-                    "the arguments of `{}` are not a JSON object, so no guard could check them; the call did not run",
-                    call.name
-                ),
-            });
-        };
-        let event = StepEvent::ToolCall(ToolCall {
-            internal_call_id: self.internal_id(&call),
-            tool_name: call.name,
-            tool_call_id: call.call_id,
-            args: asked.clone(),
-        });
-        Ok((event, asked))
+        self.numbered(call).call_event()
     }
 
+    /// The tool-result event of `call` ([`ToolUse::result_event`]), a call
+    /// without an id numbered.
     fn result_event(&self, call: ToolUse, returned: &Value, outcome: ToolOutcome) -> StepEvent {
-        StepEvent::ToolResult(ToolResult {
-            internal_call_id: self.internal_id(&call),
-            args: call.args.canonical().unwrap_or_else(|| "{}".to_owned()),
-            tool_name: call.name,
-            tool_call_id: call.call_id,
-            result: crate::shape::result_text(returned),
-            outcome,
-            extensions: call.extensions.unwrap_or_else(|| "{}".to_owned()),
-        })
+        self.numbered(call).result_event(returned, outcome)
     }
 
-    fn internal_id(&self, call: &ToolUse) -> String {
-        call.internal_id
-            .clone()
-            .or_else(|| call.call_id.clone())
-            .unwrap_or_else(|| format!("call-{}", self.next_call.fetch_add(1, Ordering::Relaxed)))
+    /// `call`, given an internal id (`call-N`) if it has none of its own.
+    fn numbered(&self, mut call: ToolUse) -> ToolUse {
+        if call.internal_id.is_none() && call.call_id.is_none() {
+            let n = self.next_call.fetch_add(1, Ordering::Relaxed);
+            call.internal_id = Some(format!("call-{n}"));
+        }
+        call
     }
 
     fn closed(&self) -> FailClosed {

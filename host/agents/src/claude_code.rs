@@ -23,13 +23,12 @@
 //! Claude Code treats any other status, and non-JSON, as "carry on".
 
 use hookbox::{
-    CompletionCall, Decision, Flow, RequestPatch, StepEvent, ToolCall, ToolError, ToolErrorKind,
-    ToolOutcome, ToolResult,
+    CompletionCall, Decision, Flow, RequestPatch, StepEvent, ToolError, ToolErrorKind, ToolOutcome,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::context_only;
+use crate::common::{args, context_only, tool_call, tool_result};
 use crate::shape::{peek_string_field, reshape, result_text, withhold};
 use crate::{Options, Protocol, Reply, Session};
 
@@ -160,32 +159,24 @@ impl Protocol for ClaudeCode {
                 .clone()
                 .ok_or_else(|| format!("{} input without a tool_name", input.hook_event_name))
         };
-        let id = input.tool_use_id.clone();
-        let args = match &input.tool_input {
-            None | Some(Value::Null) => "{}".to_owned(),
-            Some(args) => args.to_string(),
-        };
-        let result = |text: String, outcome: ToolOutcome| -> Result<StepEvent, String> {
-            Ok(StepEvent::ToolResult(ToolResult {
-                tool_name: tool_name()?,
-                internal_call_id: id.clone().unwrap_or_default(),
-                tool_call_id: id.clone(),
-                args: args.clone(),
-                result: text,
+        let id = input.tool_use_id.as_deref();
+        let call_args = || args(input.tool_input.as_ref());
+        let result = |returned: &Value, outcome: ToolOutcome| -> Result<StepEvent, String> {
+            Ok(tool_result(
+                &tool_name()?,
+                id,
+                call_args(),
+                returned,
                 outcome,
-                extensions: "{}".into(),
-            }))
+            ))
         };
         Ok(Some(match &input.hook_event_name {
-            Event::PreToolUse | Event::PermissionRequest => StepEvent::ToolCall(ToolCall {
-                tool_name: tool_name()?,
-                internal_call_id: id.clone().unwrap_or_default(),
-                tool_call_id: id,
-                args,
-            }),
+            Event::PreToolUse | Event::PermissionRequest => {
+                tool_call(&tool_name()?, id, call_args())?
+            }
             Event::PostToolUse => {
                 let output = input.tool_response.as_ref().unwrap_or(&Value::Null);
-                result(result_text(output), ToolOutcome::Success)?
+                result(output, ToolOutcome::Success)?
             }
             Event::PostToolUseFailure => {
                 let message = input.error.as_ref().map(result_text).unwrap_or_default();
@@ -198,7 +189,7 @@ impl Protocol for ClaudeCode {
                     kind,
                     message: message.clone(),
                 });
-                result(message, outcome)?
+                result(&Value::String(message), outcome)?
             }
             Event::UserPromptSubmit => StepEvent::CompletionCall(CompletionCall {
                 prompt: input

@@ -18,7 +18,7 @@ use hookbox::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, context_only, tool_call, tool_result};
+use crate::common::{args, context_only, tool_call, tool_result};
 use crate::{Options, Protocol, Reply, Session};
 
 /// A hook's input, as Cline sends it. Other fields are ignored.
@@ -95,7 +95,7 @@ impl Protocol for Cline {
                     .pre_tool_use
                     .as_ref()
                     .ok_or("PreToolUse without preToolUse")?;
-                tool_call(&call.tool_name, None, args_text(call.parameters.as_ref()))
+                tool_call(&call.tool_name, None, args(call.parameters.as_ref()))?
             }
             Some("PostToolUse") => {
                 let call = input
@@ -118,8 +118,8 @@ impl Protocol for Cline {
                 tool_result(
                     &call.tool_name,
                     None,
-                    args_text(call.parameters.as_ref()),
-                    text,
+                    args(call.parameters.as_ref()),
+                    &Value::String(text),
                     outcome,
                 )
             }

@@ -21,8 +21,8 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, tool_call, tool_result};
-use crate::shape::{peek_string_field, result_text};
+use crate::common::{args, tool_call, tool_result};
+use crate::shape::peek_string_field;
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
 
@@ -112,12 +112,12 @@ impl Protocol for Codex {
                 .ok_or_else(|| format!("{:?} input without a tool_name", input.hook_event_name))
         };
         let id = input.tool_use_id.as_deref();
-        let args = args_text(input.tool_input.as_ref());
+        let args = args(input.tool_input.as_ref());
         Ok(Some(match &input.hook_event_name {
-            Event::PreToolUse | Event::PermissionRequest => tool_call(name()?, id, args),
+            Event::PreToolUse | Event::PermissionRequest => tool_call(name()?, id, args)?,
             Event::PostToolUse => {
                 let output = input.tool_response.as_ref().unwrap_or(&Value::Null);
-                tool_result(name()?, id, args, result_text(output), ToolOutcome::Success)
+                tool_result(name()?, id, args, output, ToolOutcome::Success)
             }
             Event::UserPromptSubmit => StepEvent::CompletionCall(CompletionCall {
                 prompt: input

@@ -1,51 +1,49 @@
-//! Pieces every protocol uses: hookbox events from a tool call's parts, and
-//! arguments in one canonical form.
+//! Pieces every protocol uses: hookbox events from a tool call's parts,
+//! built by the adapter layer ([`hookbox_adapter::ToolUse`]) with its one
+//! argument policy and result rule, as every other door's are.
 
-use hookbox::{RequestPatch, StepEvent, ToolCall, ToolOutcome, ToolResult};
+use hookbox::{RequestPatch, StepEvent, ToolOutcome};
+use hookbox_adapter::{Args, ToolUse};
 use serde_json::Value;
 
-/// A tool's arguments as canonical JSON text: an object as its compact
-/// text; a string holding JSON (as some agents send them) parsed first;
-/// nothing as `{}`. Whatever escapes the agent used, guards see one
-/// spelling, and a rewrite is checked against the same.
-pub(crate) fn args_text(args: Option<&Value>) -> String {
-    match args {
-        None | Some(Value::Null) => "{}".to_owned(),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(parsed) => parsed.to_string(),
-            Err(_) => Value::String(text.clone()).to_string(),
-        },
-        Some(other) => other.to_string(),
+/// A tool's arguments as the agent sent them: an object, a string holding
+/// one (as some agents send them), or nothing (`{}`).
+pub(crate) fn args(args: Option<&Value>) -> Args {
+    Args::Json(args.cloned().unwrap_or(Value::Null))
+}
+
+/// A `tool-call` event, the arguments in the one canonical form: whatever
+/// escapes the agent used, guards see one spelling, and a rewrite is
+/// checked against the same.
+///
+/// # Errors
+/// Why no guard could check the arguments (they are not a JSON object):
+/// the event's block.
+pub(crate) fn tool_call(
+    name: &str,
+    id: Option<&str>,
+    args: impl Into<Args>,
+) -> Result<StepEvent, String> {
+    let call = ToolUse::new(name, args, id.map(str::to_owned));
+    match call.call_event() {
+        Ok((event, _)) => Ok(event),
+        Err(refused) => Err(match refused {
+            hookbox_adapter::verdict::Call::Refuse { why, .. } => why,
+            other => format!("{other:?}"),
+        }),
     }
 }
 
-/// A `tool-call` event.
-pub(crate) fn tool_call(name: &str, id: Option<&str>, args: String) -> StepEvent {
-    StepEvent::ToolCall(ToolCall {
-        tool_name: name.to_owned(),
-        tool_call_id: id.map(str::to_owned),
-        internal_call_id: id.unwrap_or_default().to_owned(),
-        args,
-    })
-}
-
-/// A `tool-result` event.
+/// A `tool-result` event: what the tool `returned` (text, or JSON guards
+/// read as its text), after the call of `name` with `args`.
 pub(crate) fn tool_result(
     name: &str,
     id: Option<&str>,
-    args: String,
-    result: String,
+    args: impl Into<Args>,
+    returned: &Value,
     outcome: ToolOutcome,
 ) -> StepEvent {
-    StepEvent::ToolResult(ToolResult {
-        tool_name: name.to_owned(),
-        tool_call_id: id.map(str::to_owned),
-        internal_call_id: id.unwrap_or_default().to_owned(),
-        args,
-        result,
-        outcome,
-        extensions: "{}".into(),
-    })
+    ToolUse::new(name, args, id.map(str::to_owned)).result_event(returned, outcome)
 }
 
 /// The documents of a patch that only adds extra context, as one text

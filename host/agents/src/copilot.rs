@@ -17,7 +17,7 @@ use hookbox::{Decision, Flow, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, tool_call, tool_result};
+use crate::common::{args, tool_call, tool_result};
 use crate::shape::peek_string_field;
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
@@ -153,9 +153,9 @@ impl Protocol for Copilot {
                 .as_deref()
                 .ok_or("tool event without a toolName")
         };
-        let args = args_text(input.tool_args.as_ref());
+        let args = args(input.tool_args.as_ref());
         Ok(Some(match input.event() {
-            Event::PreToolUse | Event::PermissionRequest => tool_call(name()?, None, args),
+            Event::PreToolUse | Event::PermissionRequest => tool_call(name()?, None, args)?,
             Event::PostToolUse => {
                 let result = input.tool_result.as_ref();
                 let text = result
@@ -168,7 +168,7 @@ impl Protocol for Copilot {
                         message: other.to_owned(),
                     }),
                 };
-                tool_result(name()?, None, args, text, outcome)
+                tool_result(name()?, None, args, &Value::String(text), outcome)
             }
             Event::Other => return Ok(None),
         }))

@@ -21,8 +21,8 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, tool_call, tool_result};
-use crate::shape::{peek_string_field, reshape, result_text};
+use crate::common::{args, tool_call, tool_result};
+use crate::shape::{peek_string_field, reshape};
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
 
@@ -128,33 +128,33 @@ impl Protocol for Cursor {
         };
         let id = input.tool_use_id.as_deref();
         Ok(Some(match &input.hook_event_name {
-            Event::PreToolUse => tool_call(name()?, id, args_text(input.tool_input.as_ref())),
+            Event::PreToolUse => tool_call(name()?, id, args(input.tool_input.as_ref()))?,
             Event::BeforeShellExecution => {
                 let command = input
                     .command
                     .as_deref()
                     .ok_or("beforeShellExecution without a command")?;
                 let args = json!({"command": command, "working_directory": input.cwd});
-                tool_call("Shell", id, args.to_string())
+                tool_call("Shell", id, args)?
             }
             Event::BeforeMcpExecution => tool_call(
                 &format!("MCP:{}", name()?),
                 id,
-                args_text(input.tool_input.as_ref()),
-            ),
+                args(input.tool_input.as_ref()),
+            )?,
             Event::BeforeReadFile => {
                 let path = input
                     .file_path
                     .as_deref()
                     .ok_or("beforeReadFile without a file_path")?;
                 let content = input.content.clone().unwrap_or_default();
-                let args = json!({"file_path": path}).to_string();
-                tool_result("Read", id, args, content, ToolOutcome::Success)
+                let args = json!({"file_path": path});
+                tool_result("Read", id, args, &content.into(), ToolOutcome::Success)
             }
             Event::PostToolUse => {
                 let output = input.tool_output.as_ref().unwrap_or(&Value::Null);
-                let args = args_text(input.tool_input.as_ref());
-                tool_result(name()?, id, args, result_text(output), ToolOutcome::Success)
+                let args = args(input.tool_input.as_ref());
+                tool_result(name()?, id, args, output, ToolOutcome::Success)
             }
             Event::BeforeSubmitPrompt => StepEvent::CompletionCall(CompletionCall {
                 prompt: input

@@ -17,7 +17,7 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolError, ToolErrorKin
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, context_only, tool_call, tool_result};
+use crate::common::{args, context_only, tool_call, tool_result};
 use crate::shape::{peek_string_field, result_text};
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
@@ -111,9 +111,9 @@ impl Protocol for Gemini {
                 .as_deref()
                 .ok_or("tool event without a tool_name")
         };
-        let args = args_text(input.tool_input.as_ref());
+        let args = args(input.tool_input.as_ref());
         Ok(Some(match &input.hook_event_name {
-            Event::BeforeTool => tool_call(name()?, None, args),
+            Event::BeforeTool => tool_call(name()?, None, args)?,
             Event::AfterTool => {
                 let response = input.tool_response.as_ref();
                 let text = response
@@ -127,7 +127,7 @@ impl Protocol for Gemini {
                         message: result_text(error),
                     }),
                 };
-                tool_result(name()?, None, args, text, outcome)
+                tool_result(name()?, None, args, &Value::String(text), outcome)
             }
             Event::BeforeAgent => StepEvent::CompletionCall(CompletionCall {
                 prompt: input

@@ -22,8 +22,8 @@ use hookbox::{Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args_text, tool_call, tool_result};
-use crate::shape::{reshape, result_text};
+use crate::common::{args, tool_call, tool_result};
+use crate::shape::reshape;
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
 
@@ -107,7 +107,7 @@ impl Protocol for OpenCode {
         };
         let id = call.call_id.as_deref();
         Ok(Some(match input.hook.as_str() {
-            "tool.execute.before" => tool_call(tool()?, id, args_text(input.output.get("args"))),
+            "tool.execute.before" => tool_call(tool()?, id, args(input.output.get("args")))?,
             "tool.execute.after" => {
                 let (_, result) = result_field(&input.output).ok_or_else(|| {
                     format!("{} without output.output or output.content", input.hook)
@@ -115,8 +115,8 @@ impl Protocol for OpenCode {
                 tool_result(
                     tool()?,
                     id,
-                    args_text(call.args.as_ref()),
-                    result_text(result),
+                    args(call.args.as_ref()),
+                    result,
                     ToolOutcome::Success,
                 )
             }

@@ -22,7 +22,7 @@ use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::common::{args_text, tool_call, tool_result};
+use crate::common::{args, tool_call, tool_result};
 use crate::{Options, Protocol, Reply, Session};
 
 /// A hook's input, as Cascade sends it. Other fields are ignored.
@@ -106,37 +106,33 @@ impl Protocol for Windsurf {
                     .as_ref()
                     .ok_or_else(|| needs("command_line"))?;
                 let args = serde_json::json!({"command_line": command, "cwd": info.cwd});
-                tool_call("run_command", id, args.to_string())
+                tool_call("run_command", id, args)?
             }
             "pre_read_code" => {
                 let path = info.file_path.as_ref().ok_or_else(|| needs("file_path"))?;
-                tool_call(
-                    "read_code",
-                    id,
-                    serde_json::json!({"file_path": path}).to_string(),
-                )
+                tool_call("read_code", id, serde_json::json!({"file_path": path}))?
             }
             "pre_write_code" => {
                 let path = info.file_path.as_ref().ok_or_else(|| needs("file_path"))?;
                 let args = serde_json::json!({"file_path": path, "edits": info.edits});
-                tool_call("write_code", id, args.to_string())
+                tool_call("write_code", id, args)?
             }
             "pre_mcp_tool_use" => tool_call(
                 &mcp_name(input)?,
                 id,
-                args_text(info.mcp_tool_arguments.as_ref()),
-            ),
+                args(info.mcp_tool_arguments.as_ref()),
+            )?,
             "post_mcp_tool_use" => {
                 let result = info
                     .mcp_result
                     .as_ref()
-                    .map(crate::shape::result_text)
-                    .unwrap_or_default();
+                    .cloned()
+                    .unwrap_or_else(|| Value::String(String::new()));
                 tool_result(
                     &mcp_name(input)?,
                     id,
-                    args_text(info.mcp_tool_arguments.as_ref()),
-                    result,
+                    args(info.mcp_tool_arguments.as_ref()),
+                    &result,
                     ToolOutcome::Success,
                 )
             }
