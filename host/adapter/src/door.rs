@@ -448,11 +448,7 @@ impl Door {
         history: Vec<Message>,
         turn: u32,
     ) -> Result<Request, Stopped> {
-        let event = StepEvent::CompletionCall(CompletionCall {
-            prompt,
-            history,
-            turn,
-        });
+        let event = completion_event(prompt, history, turn);
         Ok(Request::of(self.observe(ctx, &event)?))
     }
 
@@ -519,6 +515,17 @@ impl Door {
             Err(failure) => Err(failure.clone()),
         }
     }
+}
+
+/// The completion-call event every door asks before a model call: the
+/// run's `prompt`, the `history` the call sends, its 1-based `turn` (0
+/// where the client counts none, as a coding agent's prompt hook).
+pub fn completion_event(prompt: String, history: Vec<Message>, turn: u32) -> StepEvent {
+    StepEvent::CompletionCall(CompletionCall {
+        prompt,
+        history,
+        turn,
+    })
 }
 
 /// The events of a model's answer, in the order they are asked.
@@ -656,11 +663,7 @@ impl Door {
         turn: u32,
         asking: Asking,
     ) -> Result<Request, Stopped> {
-        let event = StepEvent::CompletionCall(CompletionCall {
-            prompt,
-            history,
-            turn,
-        });
+        let event = completion_event(prompt, history, turn);
         Ok(Request::of(self.ask_observe(ctx, event, asking).await?))
     }
 

@@ -44,7 +44,7 @@ pub mod gate;
 pub mod shape;
 pub mod verdict;
 
-pub use door::{Args, Door, Tap, ToolUse};
+pub use door::{Args, Door, Tap, ToolUse, completion_event};
 
 #[cfg(feature = "tokio")]
 mod asking;

@@ -22,13 +22,11 @@
 //! exit 0, so the same answer is an HTTP hook's 2xx body: for HTTP hooks
 //! Claude Code treats any other status, and non-JSON, as "carry on".
 
-use hookbox::{
-    CompletionCall, Decision, Flow, RequestPatch, StepEvent, ToolError, ToolErrorKind, ToolOutcome,
-};
+use hookbox::{Decision, Flow, RequestPatch, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args, context_only, tool_call, tool_result};
+use crate::common::{args, context_only, prompt, tool_call, tool_result};
 use crate::shape::{peek_string_field, reshape, result_text, withhold};
 use crate::{Options, Protocol, Reply, Session};
 
@@ -191,14 +189,12 @@ impl Protocol for ClaudeCode {
                 });
                 result(&Value::String(message), outcome)?
             }
-            Event::UserPromptSubmit => StepEvent::CompletionCall(CompletionCall {
-                prompt: input
+            Event::UserPromptSubmit => prompt(
+                input
                     .prompt
                     .clone()
                     .ok_or("UserPromptSubmit input without a prompt")?,
-                history: Vec::new(),
-                turn: 0,
-            }),
+            ),
             Event::Other(_) => return Ok(None),
         }))
     }

@@ -12,13 +12,11 @@
 //! times out, so every answer, failures included, is explicit JSON with
 //! exit 0; a failure is `cancel: true`.
 
-use hookbox::{
-    CompletionCall, Decision, Flow, RequestPatch, StepEvent, ToolError, ToolErrorKind, ToolOutcome,
-};
+use hookbox::{Decision, Flow, RequestPatch, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args, context_only, tool_call, tool_result};
+use crate::common::{args, context_only, prompt, tool_call, tool_result};
 use crate::{Options, Protocol, Reply, Session};
 
 /// A hook's input, as Cline sends it. Other fields are ignored.
@@ -124,15 +122,11 @@ impl Protocol for Cline {
                 )
             }
             Some("UserPromptSubmit") => {
-                let prompt = input
+                let submitted = input
                     .user_prompt_submit
                     .as_ref()
                     .ok_or("UserPromptSubmit without userPromptSubmit")?;
-                StepEvent::CompletionCall(CompletionCall {
-                    prompt: prompt.prompt.clone(),
-                    history: Vec::new(),
-                    turn: 0,
-                })
+                prompt(submitted.prompt.clone())
             }
             _ => return Ok(None),
         }))

@@ -17,11 +17,11 @@
 //! stderr, which Codex takes as a denial whatever stdout says, and says
 //! the denial in the JSON too.
 
-use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
+use hookbox::{Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args, tool_call, tool_result};
+use crate::common::{args, prompt, tool_call, tool_result};
 use crate::shape::peek_string_field;
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
@@ -119,14 +119,12 @@ impl Protocol for Codex {
                 let output = input.tool_response.as_ref().unwrap_or(&Value::Null);
                 tool_result(name()?, id, args, output, ToolOutcome::Success)
             }
-            Event::UserPromptSubmit => StepEvent::CompletionCall(CompletionCall {
-                prompt: input
+            Event::UserPromptSubmit => prompt(
+                input
                     .prompt
                     .clone()
                     .ok_or("UserPromptSubmit input without a prompt")?,
-                history: Vec::new(),
-                turn: 0,
-            }),
+            ),
             Event::Other(_) => return Ok(None),
         }))
     }

@@ -46,6 +46,12 @@ pub(crate) fn tool_result(
     ToolUse::new(name, args, id.map(str::to_owned)).result_event(returned, outcome)
 }
 
+/// A `completion-call` event for a prompt the user is about to send (an
+/// agent's prompt hook: no history, no turn count).
+pub(crate) fn prompt(prompt: String) -> StepEvent {
+    hookbox_adapter::completion_event(prompt, Vec::new(), 0)
+}
+
 /// The documents of a patch that only adds extra context, as one text
 /// (each in a `<document id="...">` element); `None` for any other patch,
 /// which agents' hooks cannot express.

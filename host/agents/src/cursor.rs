@@ -17,11 +17,11 @@
 //! prints something that is not JSON (unless `failClosed` is set), so the
 //! answer is always JSON, with exit 0.
 
-use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
+use hookbox::{Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args, tool_call, tool_result};
+use crate::common::{args, prompt, tool_call, tool_result};
 use crate::shape::{peek_string_field, reshape};
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
@@ -156,14 +156,12 @@ impl Protocol for Cursor {
                 let args = args(input.tool_input.as_ref());
                 tool_result(name()?, id, args, output, ToolOutcome::Success)
             }
-            Event::BeforeSubmitPrompt => StepEvent::CompletionCall(CompletionCall {
-                prompt: input
+            Event::BeforeSubmitPrompt => prompt(
+                input
                     .prompt
                     .clone()
                     .ok_or("beforeSubmitPrompt without a prompt")?,
-                history: Vec::new(),
-                turn: 0,
-            }),
+            ),
             Event::Other(_) => return Ok(None),
         }))
     }

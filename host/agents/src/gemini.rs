@@ -13,11 +13,11 @@
 //! decides whatever the exit code. So every answer, failures included, is
 //! JSON with exit 0.
 
-use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
+use hookbox::{Decision, Flow, StepEvent, ToolError, ToolErrorKind, ToolOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::common::{args, context_only, tool_call, tool_result};
+use crate::common::{args, context_only, prompt, tool_call, tool_result};
 use crate::shape::{peek_string_field, result_text};
 use crate::{Options, Protocol, Reply, Session};
 use hookbox_adapter::verdict::rewritten_args;
@@ -129,14 +129,12 @@ impl Protocol for Gemini {
                 };
                 tool_result(name()?, None, args, &Value::String(text), outcome)
             }
-            Event::BeforeAgent => StepEvent::CompletionCall(CompletionCall {
-                prompt: input
+            Event::BeforeAgent => prompt(
+                input
                     .prompt
                     .clone()
                     .ok_or("BeforeAgent input without a prompt")?,
-                history: Vec::new(),
-                turn: 0,
-            }),
+            ),
             Event::Other(_) => return Ok(None),
         }))
     }

@@ -18,11 +18,11 @@
 //! read) is exit 2 with the diagnostic: the pre-hook's block. Run state
 //! spans the Cascade conversation (`trajectory_id`).
 
-use hookbox::{CompletionCall, Decision, Flow, StepEvent, ToolOutcome};
+use hookbox::{Decision, Flow, StepEvent, ToolOutcome};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::common::{args, tool_call, tool_result};
+use crate::common::{args, prompt, tool_call, tool_result};
 use crate::{Options, Protocol, Reply, Session};
 
 /// A hook's input, as Cascade sends it. Other fields are ignored.
@@ -136,14 +136,11 @@ impl Protocol for Windsurf {
                     ToolOutcome::Success,
                 )
             }
-            "pre_user_prompt" => StepEvent::CompletionCall(CompletionCall {
-                prompt: info
-                    .user_prompt
+            "pre_user_prompt" => prompt(
+                info.user_prompt
                     .clone()
                     .ok_or_else(|| needs("user_prompt"))?,
-                history: Vec::new(),
-                turn: 0,
-            }),
+            ),
             _ => return Ok(None),
         }))
     }

@@ -111,19 +111,35 @@ fn answering_every_end<P: Protocol>(command: &str, event: &str) -> String {
     )
 }
 
-fn claude_code(command: &str) -> String {
+/// Settings in the shape Claude Code and Gemini CLI share: per event, a
+/// group of handlers, with a tool `matcher` for tool events (not for the
+/// prompt's, which has none); `handler` makes one from its command.
+fn grouped<P: Protocol>(
+    command: &str,
+    events: &[&str],
+    (matcher, prompt): (&str, &str),
+    handler: impl Fn(String) -> serde_json::Value,
+) -> String {
     let mut hooks = serde_json::Map::new();
-    for event in CLAUDE_CODE_EVENTS {
-        let command = answering_every_end::<ClaudeCode>(command, event);
-        let handler = json!({"type": "command", "command": command, "onFailure": "block"});
-        let entry = if event.starts_with("User") {
+    for &event in events {
+        let handler = handler(answering_every_end::<P>(command, event));
+        let group = if event == prompt {
             json!({"hooks": [handler]})
         } else {
-            json!({"matcher": "*", "hooks": [handler]})
+            json!({"matcher": matcher, "hooks": [handler]})
         };
-        hooks.insert(event.to_owned(), json!([entry]));
+        hooks.insert(event.to_owned(), json!([group]));
     }
     serde_json::to_string_pretty(&json!({"hooks": hooks})).unwrap_or_default()
+}
+
+fn claude_code(command: &str) -> String {
+    grouped::<ClaudeCode>(
+        command,
+        &CLAUDE_CODE_EVENTS,
+        ("*", "UserPromptSubmit"),
+        |command| json!({"type": "command", "command": command, "onFailure": "block"}),
+    )
 }
 
 const CLAUDE_CODE_STEPS: &str = "\
@@ -167,18 +183,13 @@ abnormal end of hookbox (a crash, a kill, a missing binary) into the
 event's block. It is a POSIX shell line (macOS, Linux, WSL).";
 
 fn gemini(command: &str) -> String {
-    let mut hooks = serde_json::Map::new();
-    for event in GEMINI_EVENTS {
-        let command = answering_every_end::<Gemini>(command, event);
-        let handler = json!({"name": "hookbox", "type": "command", "command": command});
-        let entry = if event == "BeforeAgent" {
-            json!({"hooks": [handler]})
-        } else {
-            json!({"matcher": ".*", "hooks": [handler]})
-        };
-        hooks.insert(event.to_owned(), json!([entry]));
-    }
-    serde_json::to_string_pretty(&json!({"hooks": hooks})).unwrap_or_default()
+    // Gemini's tool matcher is a regular expression.
+    grouped::<Gemini>(
+        command,
+        &GEMINI_EVENTS,
+        (".*", "BeforeAgent"),
+        |command| json!({"name": "hookbox", "type": "command", "command": command}),
+    )
 }
 
 const GEMINI_STEPS: &str = "\
@@ -192,16 +203,29 @@ kills at its own timeout (60 s by default; `timeout`, in ms, per hook) is
 Gemini's to decide, and it runs the tool: keep the plugins' deadlines
 below it. It is a POSIX shell line (macOS, Linux, WSL).";
 
+/// Settings with one handler per event, `handler`'s for it (Cursor,
+/// Copilot, Windsurf), and the file format's `version`, where it has one.
+fn flat(
+    events: &[&str],
+    version: Option<u32>,
+    handler: impl Fn(&str) -> serde_json::Value,
+) -> String {
+    let hooks: serde_json::Map<String, serde_json::Value> = events
+        .iter()
+        .map(|&event| (event.to_owned(), json!([handler(event)])))
+        .collect();
+    let settings = match version {
+        Some(version) => json!({"version": version, "hooks": hooks}),
+        None => json!({"hooks": hooks}),
+    };
+    serde_json::to_string_pretty(&settings).unwrap_or_default()
+}
+
 fn cursor(command: &str) -> String {
-    let mut hooks = serde_json::Map::new();
-    for event in CURSOR_EVENTS {
+    flat(&CURSOR_EVENTS, Some(1), |event| {
         let command = answering_every_end::<Cursor>(command, event);
-        hooks.insert(
-            event.to_owned(),
-            json!([{"command": command, "failClosed": true}]),
-        );
-    }
-    serde_json::to_string_pretty(&json!({"version": 1, "hooks": hooks})).unwrap_or_default()
+        json!({"command": command, "failClosed": true})
+    })
 }
 
 const CURSOR_STEPS: &str = "\
@@ -214,17 +238,12 @@ event's block. preToolUse covers every tool, the shell and MCP tools too
 Cursor versions without it). It is a POSIX shell line (macOS, Linux, WSL).";
 
 fn copilot(command: &str) -> String {
-    let mut hooks = serde_json::Map::new();
-    for event in COPILOT_EVENTS {
+    flat(&COPILOT_EVENTS, Some(1), |event| {
         // Copilot's input does not name its event: the command does.
         let command = format!("{command} --event {event}");
         let command = answering_every_end::<Copilot>(&command, event);
-        hooks.insert(
-            event.to_owned(),
-            json!([{"type": "command", "bash": command, "timeoutSec": 30}]),
-        );
-    }
-    serde_json::to_string_pretty(&json!({"version": 1, "hooks": hooks})).unwrap_or_default()
+        json!({"type": "command", "bash": command, "timeoutSec": 30})
+    })
 }
 
 const COPILOT_STEPS: &str = "\
@@ -256,15 +275,10 @@ end of hookbox (a crash, a kill, a missing binary) with Cline's cancel.";
 
 /// Windsurf reads nothing but the exit code ([`answering_every_end`]).
 fn windsurf(command: &str) -> String {
-    let mut hooks = serde_json::Map::new();
-    for event in WINDSURF_EVENTS {
+    flat(&WINDSURF_EVENTS, None, |event| {
         let command = answering_every_end::<Windsurf>(command, event);
-        hooks.insert(
-            event.to_owned(),
-            json!([{"command": command, "show_output": true}]),
-        );
-    }
-    serde_json::to_string_pretty(&json!({"hooks": hooks})).unwrap_or_default()
+        json!({"command": command, "show_output": true})
+    })
 }
 
 const WINDSURF_STEPS: &str = "\

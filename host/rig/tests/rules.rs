@@ -167,16 +167,15 @@ async fn completion_response_terminate_stops_before_the_turns_tools() {
     assert_eq!(model.request_count(), 1);
 }
 
-#[tokio::test]
-async fn stream_response_finish_is_the_completion_response_of_a_streamed_run() {
+/// How a streamed one-turn run on `prompt` ends under a puppet
+/// subscribed to `event`: the stop it ended with (it must not finish).
+async fn streamed_end(event: &str, prompt: &str) -> Option<hookbox::Stopped> {
     let model = MockCompletionModel::from_stream_turns([vec![
         MockStreamEvent::text("hi"),
         MockStreamEvent::final_response_with_total_tokens(2),
     ]]);
-    let agent = AgentBuilder::new(model)
-        .add_hook(puppet("stream-response-finish"))
-        .build();
-    let mut stream = agent.prompt("puppet:flow:terminate:s").stream();
+    let agent = AgentBuilder::new(model).add_hook(puppet(event)).build();
+    let mut stream = agent.prompt(prompt).stream();
     let mut end = None;
     while let Some(item) = stream.next().await {
         match item {
@@ -185,6 +184,12 @@ async fn stream_response_finish_is_the_completion_response_of_a_streamed_run() {
             Ok(_) => {}
         }
     }
+    end
+}
+
+#[tokio::test]
+async fn stream_response_finish_is_asked_at_the_end_of_a_streamed_answer() {
+    let end = streamed_end("stream-response-finish", "puppet:flow:terminate:s").await;
     assert_eq!(end, Some(terminated(EventKind::StreamResponseFinish, "s")));
 }
 
@@ -193,22 +198,7 @@ async fn stream_response_finish_is_the_completion_response_of_a_streamed_run() {
 /// answer is not passed by streaming.
 #[tokio::test]
 async fn a_streamed_answer_is_a_completion_response_too() {
-    let model = MockCompletionModel::from_stream_turns([vec![
-        MockStreamEvent::text("hi"),
-        MockStreamEvent::final_response_with_total_tokens(2),
-    ]]);
-    let agent = AgentBuilder::new(model)
-        .add_hook(puppet("completion-response"))
-        .build();
-    let mut stream = agent.prompt("puppet:flow:terminate:r").stream();
-    let mut end = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Err(err) => end = hookbox_rig::stopped(&err),
-            Ok(MultiTurnStreamItem::FinalResponse(_)) => panic!("the run finished"),
-            Ok(_) => {}
-        }
-    }
+    let end = streamed_end("completion-response", "puppet:flow:terminate:r").await;
     assert_eq!(end, Some(terminated(EventKind::CompletionResponse, "r")));
 }
 
