@@ -210,11 +210,23 @@ pub mod scratchpad {
     pub use crate::bindings::hookbox::hook::scratchpad::{get, remove, set};
 
     /// Adds `by` to the counter at `key` (0 when unset) and returns it.
+    ///
+    /// A value there that is not a counter (a store that lost or garbled
+    /// it, a key the plugin also used for something else) is not read as
+    /// 0, which would let a budget start again: the counter is spent
+    /// (`u64::MAX`, logged as an error), so a limit checked against it
+    /// holds.
     pub fn increment(key: &str, by: u64) -> u64 {
-        let next = get(key)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-            .saturating_add(by);
+        let now = match get(key) {
+            None => 0,
+            Some(value) => value.parse::<u64>().unwrap_or_else(|_| {
+                crate::log::error(&format!(
+                    "the counter `{key}` holds something that is not a count; it is taken as spent"
+                ));
+                u64::MAX
+            }),
+        };
+        let next = now.saturating_add(by);
         set(key, &next.to_string());
         next
     }

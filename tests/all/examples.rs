@@ -133,6 +133,24 @@ fn call_budget_terminates_the_run_past_its_budget_and_each_run_starts_at_zero() 
     }
 }
 
+/// A counter the store garbled (or lost to another use of its key) is not
+/// read as zero, which would start the budget again: it is spent, and the
+/// run ends at its next call.
+#[test]
+fn a_garbled_counter_is_spent_not_reset() {
+    let stack = example(guests::CALL_BUDGET, &[("max_calls", "2")]);
+    for garbage in ["", "seven", "-1", "18446744073709551616"] {
+        let mut run = stack.start_run("r");
+        let saved = [("calls".to_owned(), garbage.to_owned())].into();
+        run.restore_scratchpads([("call-budget".to_owned(), saved)].into());
+        let flow = decided(dispatch(&mut run, &tool_call("t", "{}"))).flow;
+        assert!(
+            matches!(&flow, Flow::Terminate(why) if why.contains("budget exhausted")),
+            "{garbage:?}: {flow:?}"
+        );
+    }
+}
+
 #[test]
 fn inject_context_adds_documents_on_the_first_turn() {
     let stack = example(

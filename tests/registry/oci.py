@@ -3,9 +3,10 @@ and cosign's key-pair signature format made with `cryptography`.
 
     oci.py keygen DIR NAME               NAME.key (PKCS#8) and NAME.pub (SPKI PEM)
     oci.py push HOST REPO:TAG FILE       a guard in the CNCF Wasm OCI layout; prints its digest
-    oci.py sign HOST REPO DIGEST KEY [--bad]
+    oci.py sign HOST REPO DIGEST KEY [--bad] [--identity OTHER]
                                          cosign's signature of DIGEST (tag sha256-<hex>.sig);
-                                         --bad flips a byte of the signature
+                                         --bad flips a byte of the signature; --identity
+                                         says it was made for HOST/OTHER (copied from there)
     oci.py pull HOST REPO:TAG DIR        pulls the guard's layer into DIR; prints the file
     oci.py manifest HOST REPO:TAG        prints the manifest
 
@@ -69,10 +70,10 @@ def digest_of(host, repo, tag):
     return "sha256:" + hashlib.sha256(response.content).hexdigest()
 
 
-def sign(host, repo, digest, keyfile, bad=False):
+def sign(host, repo, digest, keyfile, bad=False, identity=None):
     with open(keyfile, "rb") as f:
         key = serialization.load_pem_private_key(f.read(), password=None)
-    payload = json.dumps({"critical": {"identity": {"docker-reference": f"{host}/{repo}"},
+    payload = json.dumps({"critical": {"identity": {"docker-reference": f"{host}/{identity or repo}"},
                                        "image": {"docker-manifest-digest": digest},
                                        "type": "cosign container image signature"},
                           "optional": None}, separators=(",", ":")).encode()
@@ -113,7 +114,8 @@ if __name__ == "__main__":
     elif command == "push":
         push(*args)
     elif command == "sign":
-        sign(args[0], args[1], args[2], args[3], bad="--bad" in args)
+        identity = args[args.index("--identity") + 1] if "--identity" in args else None
+        sign(args[0], args[1], args[2], args[3], bad="--bad" in args, identity=identity)
     elif command == "pull":
         pull(*args)
     elif command == "manifest":

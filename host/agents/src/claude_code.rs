@@ -258,17 +258,6 @@ impl Protocol for ClaudeCode {
     fn fail(input: &HookInput, reason: &str) -> Reply {
         stop(input, reason)
     }
-
-    /// `PostToolUseFailure` cannot be blocked: no opinion, rather than
-    /// stopping Claude for a store outage.
-    fn state_unavailable(input: &HookInput, reason: &str) -> Reply {
-        match input.hook_event_name {
-            Event::PostToolUseFailure => Reply::no_opinion().with_note(format!(
-                "hookbox: no opinion (this step cannot be blocked): {reason}"
-            )),
-            _ => stop(input, &format!("hookbox: blocked: {reason}")),
-        }
-    }
 }
 
 /// The block of `input`'s event, which also ends Claude's run: the event's

@@ -74,6 +74,11 @@ pub struct Options {
     /// (Claude Code: `"allow"` instead of `"ask"`). Off: the agent's own
     /// permission system still decides, on the changed call.
     pub rewrites_grant: bool,
+    /// A subagent's hooks share its session's run state: a budget spans
+    /// the session and every subagent it starts. Off: each subagent has
+    /// state of its own, begun empty (a subagent's hooks do not count
+    /// against its session's budget, nor its session's against it).
+    pub subagents_share_state: bool,
 }
 
 /// Whose run a hook call belongs to: the agent's session, and inside it a
@@ -167,10 +172,11 @@ pub trait Protocol {
     fn fail(input: &Self::Input, reason: &str) -> Reply;
 
     /// The answer when the session's state could not be read or kept (its
-    /// store is down, slow or answering garbage): the event's own block
-    /// where the agent lets a hook block it; where it cannot be blocked,
-    /// the neutral answer (the caller logs the failure), rather than
-    /// stopping the agent for an outage. By default, [`Protocol::fail`].
+    /// store is down, slow or answering garbage): [`Protocol::fail`]'s,
+    /// on every event. An outage never lets through what the normal path
+    /// would have stopped: on a step that cannot be refused (Claude Code's
+    /// `PostToolUseFailure`, whose message may hold a secret no guard
+    /// read), that is the agent's stop.
     fn state_unavailable(input: &Self::Input, reason: &str) -> Reply {
         Self::fail(input, &format!("hookbox: blocked: {reason}"))
     }
@@ -231,7 +237,11 @@ pub fn handle<P: Protocol>(
         Ok(None) => return P::neutral(&input),
         Err(reason) => return P::fail(&input, &format!("hookbox: blocked: {reason}")),
     };
-    match decide(&P::session(&input), &event) {
+    let mut session = P::session(&input);
+    if options.subagents_share_state {
+        session.subagent = None;
+    }
+    match decide(&session, &event) {
         // A stop (a fail-closed, a terminate) is the event's own block in
         // every protocol.
         Ok(outcome) => match Stopped::settle(outcome, event.kind()) {

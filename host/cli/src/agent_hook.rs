@@ -248,6 +248,7 @@ pub(crate) fn answer(agent: Agent, args: &HookArgs) -> ExitCode {
     }
     let options = hookbox_agents::Options {
         rewrites_grant: args.allow_rewrites,
+        subagents_share_state: args.state.subagents_share_state,
     };
     match agent {
         Agent::ClaudeCode => run::<hookbox_agents::claude_code::ClaudeCode>(args, &options),

@@ -93,6 +93,7 @@ pub(crate) fn serve(
         max_runs,
         hooks: hookbox_agents::Options {
             rewrites_grant: allow_rewrites,
+            subagents_share_state: state.subagents_share_state,
         },
         end_sessions_on_reload,
         session_store: Some(session_store),

@@ -25,6 +25,16 @@ pub(crate) struct StateArgs {
     /// a session whose holder died is free again after it.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     pub state_lease_ms: u64,
+    /// A subagent's hooks share its session's state (a budget spans the
+    /// session and every subagent it starts); without it, each subagent
+    /// has state of its own, begun empty.
+    #[arg(long)]
+    pub subagents_share_state: bool,
+    /// With Redis: a file holding its password (its first line), in
+    /// place of one in the URL, which `ps` shows every local user.
+    /// $HOOKBOX_STATE_PASSWORD gives it too.
+    #[arg(long, value_name = "FILE")]
+    pub state_password_file: Option<std::path::PathBuf>,
 }
 
 impl StateArgs {
@@ -35,9 +45,20 @@ impl StateArgs {
         // An empty `HOOKBOX_STATE=` is no choice: the default.
         match self.state.as_deref().filter(|s| !s.is_empty()) {
             Some(url) if url.starts_with("redis://") || url.starts_with("rediss://") => {
-                let store = RedisStore::open(url)?
+                let password = self.password()?;
+                let store = RedisStore::open_with(url, password.as_deref())?
                     .with_timeout(Duration::from_millis(self.state_timeout_ms.max(1)))
                     .with_lease(Duration::from_millis(self.state_lease_ms.max(1)));
+                if password.is_none() && on_the_command_line(url) {
+                    crate::terminal::tell!(
+                        "hookbox: warning: the password in --state's URL is shown to every user of this machine (ps); give it in $HOOKBOX_STATE_PASSWORD or --state-password-file instead"
+                    );
+                }
+                if let Some(host) = store.in_the_clear() {
+                    crate::terminal::tell!(
+                        "hookbox: warning: Redis at {host} is reached unencrypted (redis://): its password and every session's state cross the network readable; use rediss://"
+                    );
+                }
                 if ping && let Err(e) = store.ping() {
                     crate::terminal::tell!(
                         "hookbox: warning: {e}; agents' hooks are blocked until it answers"
@@ -58,4 +79,37 @@ impl StateArgs {
             }
         }
     }
+
+    /// The Redis password kept out of the URL: `--state-password-file`'s
+    /// first line, else $HOOKBOX_STATE_PASSWORD.
+    fn password(&self) -> Result<Option<String>> {
+        if let Some(file) = &self.state_password_file {
+            let text = std::fs::read_to_string(file).with_context(|| {
+                format!("--state-password-file {}: cannot read it", file.display())
+            })?;
+            let line = text.lines().next().unwrap_or_default();
+            anyhow::ensure!(
+                !line.is_empty(),
+                "--state-password-file {}: its first line is empty; put the password there",
+                file.display()
+            );
+            return Ok(Some(line.to_owned()));
+        }
+        Ok(std::env::var("HOOKBOX_STATE_PASSWORD")
+            .ok()
+            .filter(|p| !p.is_empty()))
+    }
+}
+
+/// Whether `url` holds a password and came from the command line (not
+/// from $HOOKBOX_STATE), where every local user can read it.
+fn on_the_command_line(url: &str) -> bool {
+    let from_env = std::env::var("HOOKBOX_STATE").is_ok_and(|env| env == url);
+    let userinfo = url
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split(['/', '?']).next())
+        .and_then(|authority| authority.rsplit_once('@'))
+        .map(|(userinfo, _)| userinfo);
+    let has_password = userinfo.is_some_and(|u| u.contains(':') && !u.ends_with(':'));
+    has_password && !from_env
 }

@@ -235,7 +235,9 @@ fn a_budget_spans_the_hook_processes_of_one_session_and_no_other() {
         "[[plugin]]\nfile = \"call-budget.wasm\"\n[plugin.config]\nmax_calls = \"1\"\n",
         &[("call-budget", guests::CALL_BUDGET)],
     );
-    let call = |session: &str, agent: Option<&str>| {
+    // A Claude Code PreToolUse of `session` (in `agent`, a subagent), with
+    // `flags`: allowed (no answer), or the decision.
+    let decided = |session: &str, agent: Option<&str>, flags: &[&str]| {
         let mut input = serde_json::json!({
             "session_id": session, "transcript_path": "/tmp/t.jsonl", "cwd": "/work",
             "permission_mode": "default", "hook_event_name": "PreToolUse",
@@ -244,7 +246,8 @@ fn a_budget_spans_the_hook_processes_of_one_session_and_no_other() {
         if let Some(agent) = agent {
             input["agent_id"] = agent.into();
         }
-        let out = hook(&dir, "claude-code", input.to_string().as_bytes());
+        let args = [&["claude-code"][..], flags].concat();
+        let out = hook_with(&dir, &args, input.to_string().as_bytes());
         assert_eq!(out.status.code(), Some(0));
         if out.stdout.is_empty() {
             "allowed".to_owned()
@@ -255,6 +258,7 @@ fn a_budget_spans_the_hook_processes_of_one_session_and_no_other() {
                 .to_owned()
         }
     };
+    let call = |session: &str, agent: Option<&str>| decided(session, agent, &[]);
     assert_eq!(call("s1", None), "allowed");
     assert_eq!(
         call("s1", None),
@@ -268,6 +272,13 @@ fn a_budget_spans_the_hook_processes_of_one_session_and_no_other() {
         "another session has its own budget"
     );
     assert_eq!(call("s1", Some("sub-1")), "allowed", "so has a subagent");
+
+    // With --subagents-share-state, a subagent's calls count against its
+    // session's budget: s3 spends it in a subagent, and is over it after.
+    let shared = |agent: Option<&str>| decided("s3", agent, &["--subagents-share-state"]);
+    assert_eq!(shared(Some("sub-1")), "allowed", "the session's first call");
+    assert_eq!(shared(None), "deny", "the session's budget is spent");
+    assert_eq!(shared(Some("sub-2")), "deny", "for every subagent too");
 }
 
 /// Copilot's input names no session: calls in one directory share state

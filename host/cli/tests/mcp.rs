@@ -1147,8 +1147,9 @@ fn a_2026_client_over_http_is_served_without_a_session_id() {
 }
 
 /// `Mcp-Method` / `Mcp-Name` that disagree with the body (a gateway would
-/// route on one and the server run the other), or that a 2026-07-28
-/// request lacks: refused with -32020 before anything is forwarded.
+/// route on one and the server run the other), that a 2026-07-28 request
+/// lacks, or that it sends twice: refused with -32020 before anything is
+/// forwarded.
 #[test]
 fn a_request_whose_routing_headers_disagree_with_its_body_is_refused() {
     let Some(mcp) = installed() else { return };
@@ -1164,6 +1165,15 @@ fn a_request_whose_routing_headers_disagree_with_its_body_is_refused() {
         ("Mcp-Method: tools/call\r\nMcp-Name: read_file\r\n", call),
         ("Mcp-Method: tools/call\r\n", call),
         ("", call),
+        // Twice: a gateway allowing only tools/list may match the second.
+        (
+            "Mcp-Method: tools/call\r\nMcp-Method: tools/list\r\nMcp-Name: write_file\r\n",
+            call,
+        ),
+        (
+            "Mcp-Method: tools/call\r\nMcp-Name: write_file\r\nMcp-Name: read_file\r\n",
+            call,
+        ),
     ] {
         let response = raw_post(&served.url, origin, headers, body);
         assert!(

@@ -352,8 +352,50 @@ fn another_key_a_bad_signature_or_none_under_a_required_policy_is_refused_at_pul
     );
 }
 
+/// A trusted key's signature over these very bytes, made for another
+/// repository (a guard copied, with its signature, into this one), does
+/// not vouch for this guard: refused at pull, unless the trust policy
+/// names that repository as a mirror's origin.
 #[test]
-fn a_flipped_byte_in_the_layer_or_manifest_is_refused_at_pull_and_in_the_store_at_load() {
+fn a_signature_made_for_another_repository_is_refused_unless_named_as_an_origin() {
+    let Some(tools) = tools() else { return };
+    let (registry, keys, digest) = published("identity", tools);
+    let source = format!("oci://{}/guards/deny-tools:1", registry.host);
+    let key = keys.join("publisher.key");
+    let args = [
+        "sign",
+        &registry.host,
+        "guards/deny-tools",
+        &digest,
+        key.to_str().unwrap(),
+        "--identity",
+        "guards/other",
+    ];
+    oci(tools, &args);
+    let dir = plugin_dir("identity", &keys, &["publisher.pub"], &source);
+    let pull = || hookbox(&["pull", &source, "--plugins", dir.to_str().unwrap()]);
+    let out = pull();
+    assert!(
+        !out.status.success() && text(&out).contains("signed for"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dir.join(".oci/index.json").exists());
+
+    let manifest = std::fs::read_to_string(dir.join("hookbox.toml")).unwrap();
+    let origin = format!("identities = [\"{}/guards/other\"]\n", registry.host);
+    std::fs::write(
+        dir.join("hookbox.toml"),
+        manifest.replacen("\n\n", &format!("\n{origin}\n"), 1),
+    )
+    .unwrap();
+    let out = pull();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(shell_call(&dir).unwrap(), "skip");
+}
+
+#[test]
+fn a_flipped_byte_in_the_layer_config_or_manifest_is_refused_at_pull_and_in_the_store_at_load() {
     let Some(tools) = tools() else { return };
     let (registry, keys, digest) = published("tamper", tools);
     let source = format!("oci://{}/guards/deny-tools:1", registry.host);
@@ -378,6 +420,16 @@ fn a_flipped_byte_in_the_layer_or_manifest_is_refused_at_pull_and_in_the_store_a
         "{err}"
     );
     flip(&blob(&layer));
+    assert_eq!(shell_call(&dir).unwrap(), "skip");
+    // The config blob is checked as every other is.
+    let config = manifest["config"]["digest"].as_str().unwrap().to_owned();
+    flip(&blob(&config));
+    let err = shell_call(&dir).unwrap_err();
+    assert!(
+        err.starts_with("provenance") && err.contains("altered"),
+        "{err}"
+    );
+    flip(&blob(&config));
     assert_eq!(shell_call(&dir).unwrap(), "skip");
     flip(&blob(&digest));
     assert!(shell_call(&dir).unwrap_err().contains("altered"));
@@ -526,8 +578,12 @@ fn a_component_past_the_size_bound_and_a_registry_answering_garbage_are_refused_
     assert!(!dir.join(".oci/index.json").exists());
 }
 
+/// Hot reload of a registry's guard: a store damaged under it is refused
+/// and the verified version stays live; a manifest re-pinned to a digest
+/// never pulled takes the old version down, as a file's `sha256` pin
+/// does: what runs is never other than what the manifest names.
 #[test]
-fn hot_reload_with_a_refused_new_version_keeps_the_verified_one_live() {
+fn hot_reload_keeps_the_verified_version_through_damage_but_not_past_a_new_pin() {
     let Some(tools) = tools() else { return };
     let (registry, keys, digest) = published("reload", tools);
     sign(tools, &registry, &keys, &digest, "publisher", false);
@@ -541,12 +597,45 @@ fn hot_reload_with_a_refused_new_version_keeps_the_verified_one_live() {
         hookbox::watch::DirWatcher::start(&runtime, &dir, std::time::Duration::from_millis(50))
             .unwrap();
     assert!(watcher.snapshot().plugins[0].result.is_ok());
+    let manifest = std::fs::read_to_string(dir.join("hookbox.toml")).unwrap();
+    let reload = |text: &str| {
+        std::fs::write(dir.join("hookbox.toml"), text).unwrap();
+        watcher
+            .next_report(std::time::Duration::from_secs(20))
+            .expect("a reload")
+    };
 
-    // A new version, unsigned, pinned in the manifest: refused (it was
-    // never pulled and verified), and the verified one stays live.
+    // The store's component altered under the running guard: refused at
+    // the reload, and the verified version stays live.
+    let store = hookbox::oci::Store::in_dir(&dir);
+    let guard: serde_json::Value =
+        serde_json::from_slice(&store.blob(&digest, 1 << 20).unwrap()).unwrap();
+    let layer = guard["layers"][0]["digest"].as_str().unwrap().to_owned();
+    let blob = dir
+        .join(".oci/blobs/sha256")
+        .join(layer.strip_prefix("sha256:").unwrap());
+    flip(&blob);
+    let report = reload(&format!("{manifest}\n"));
+    let snapshot = watcher.snapshot();
+    let live = &snapshot.plugins[0];
+    assert!(live.result.is_ok(), "{report:?}");
+    let failed = live
+        .newer_version_failed
+        .as_ref()
+        .expect("the damaged version failed");
+    assert_eq!(failed.phase, hookbox::LoadPhase::Provenance);
+    assert!(failed.reason.contains("stays live"), "{failed:?}");
+    assert_eq!(
+        live.source.as_ref().map(|s| s.digest.as_str()),
+        Some(digest.as_str())
+    );
+    flip(&blob);
+
+    // Re-pinned to another version, pushed but never pulled (nor signed):
+    // the old version is not what the manifest names, so it does not stay.
     let wasm = keys.join("path-jail.wasm");
     std::fs::copy(guests::PATH_JAIL, &wasm).unwrap();
-    let unsigned = oci(
+    let other = oci(
         tools,
         &[
             "push",
@@ -555,27 +644,16 @@ fn hot_reload_with_a_refused_new_version_keeps_the_verified_one_live() {
             wasm.to_str().unwrap(),
         ],
     );
-    let manifest = std::fs::read_to_string(dir.join("hookbox.toml")).unwrap();
-    std::fs::write(
-        dir.join("hookbox.toml"),
-        manifest.replace(&source, &format!("{source}@{unsigned}")),
-    )
-    .unwrap();
-    let report = watcher
-        .next_report(std::time::Duration::from_secs(20))
-        .expect("a reload");
+    let report = reload(&manifest.replace(&source, &format!("{source}@{other}")));
     let snapshot = watcher.snapshot();
-    let live = &snapshot.plugins[0];
-    assert!(live.result.is_ok(), "{report:?}");
-    let failed = live
-        .newer_version_failed
+    let failure = snapshot.plugins[0]
+        .result
         .as_ref()
-        .expect("the new version failed");
-    assert_eq!(failed.phase, hookbox::LoadPhase::Provenance);
-    assert!(failed.reason.contains("stays live"), "{failed:?}");
-    assert_eq!(
-        live.source.as_ref().map(|s| s.digest.as_str()),
-        Some(digest.as_str())
+        .expect_err("the old version is taken down");
+    assert_eq!(failure.phase, hookbox::LoadPhase::Provenance, "{report:?}");
+    assert!(
+        failure.reason.contains("has not been pulled"),
+        "{failure:?}"
     );
 }
 

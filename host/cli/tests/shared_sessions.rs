@@ -870,3 +870,128 @@ fn tls_and_a_password_from_the_url_and_a_wrong_password_blocks() {
         "{status}"
     );
 }
+
+/// A Redis password kept off the command line (which `ps` shows every
+/// local user): from $HOOKBOX_STATE_PASSWORD or `--state-password-file`,
+/// it authenticates; one in a `--state` URL on the command line works but
+/// is warned of, and so is `redis://` to another machine (in the clear).
+#[test]
+fn a_redis_password_can_stay_off_the_command_line() {
+    if !available() {
+        return;
+    }
+    let redis = Redis::start_with(
+        "password",
+        free_port(),
+        &["--requirepass", "a-long-redis-password"],
+    );
+    let dir = budget_dir("password", 1);
+    let secrets = fresh("password-file");
+    let file = secrets.join("redis-password");
+    std::fs::write(&file, "a-long-redis-password\n").unwrap();
+    let call = |session: &str, state: &str, extra: &[&str], env: &[(&str, &str)]| {
+        let input = json!({
+            "session_id": session, "transcript_path": "/t.jsonl", "cwd": "/w",
+            "permission_mode": "default", "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t",
+        });
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+        command
+            .args(["hook", "claude-code", "--plugins"])
+            .arg(&dir)
+            .args(["--state", state, "--state-timeout-ms", "500"])
+            .args(extra)
+            .env_remove("HOOKBOX_STATE")
+            .env_remove("HOOKBOX_STATE_PASSWORD")
+            .env("HOOKBOX_LOG", "off")
+            .env("HOOKBOX_CACHE_DIR", "off");
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let verdict = if stdout.contains("\"deny\"") {
+            "deny"
+        } else {
+            "allow"
+        };
+        (verdict, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let url = redis.url();
+    let from_env = [("HOOKBOX_STATE_PASSWORD", "a-long-redis-password")];
+    let (first, said) = call("s1", &url, &[], &from_env);
+    assert_eq!(first, "allow", "{said}");
+    assert!(!said.contains("warning"), "{said}");
+    assert_eq!(call("s1", &url, &[], &from_env).0, "deny", "state kept");
+    let from_file = ["--state-password-file", file.to_str().unwrap()];
+    assert_eq!(call("s2", &url, &from_file, &[]).0, "allow");
+    assert_eq!(call("s2", &url, &from_file, &[]).0, "deny", "state kept");
+    // No password: Redis refuses, the hook is blocked.
+    assert_eq!(call("s3", &url, &[], &[]).0, "deny");
+
+    let in_url = format!("redis://:a-long-redis-password@127.0.0.1:{}", redis.port);
+    let (verdict, said) = call("s4", &in_url, &[], &[]);
+    assert_eq!(verdict, "allow", "{said}");
+    assert!(said.contains("shown to every user"), "{said}");
+
+    let remote = "redis://192.0.2.1:6379";
+    let (verdict, said) = call("s5", remote, &[], &from_env);
+    assert_eq!(verdict, "deny", "nothing answers there");
+    assert!(said.contains("unencrypted"), "{said}");
+}
+
+/// With Redis down, a step Claude Code cannot refuse
+/// (`PostToolUseFailure`, its error text holding a secret) is not waved
+/// through unread: the answer is Claude's stop, as a guard's redaction
+/// of it would have been, and the secret is nowhere in it.
+#[test]
+fn an_outage_never_lets_through_what_the_normal_path_stops() {
+    if !available() {
+        return;
+    }
+    let dir = budget_dir("outage-failure", 5);
+    let nobody = format!("redis://127.0.0.1:{}", free_port());
+    let secret = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+    let input = json!({
+        "session_id": "s", "transcript_path": "/t.jsonl", "cwd": "/w",
+        "permission_mode": "default", "hook_event_name": "PostToolUseFailure",
+        "tool_name": "Bash", "tool_input": {"command": "deploy"}, "tool_use_id": "t",
+        "error": format!("deploy failed: bad credentials GITHUB_TOKEN={secret}"),
+    });
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["hook", "claude-code", "--plugins"])
+        .arg(&dir)
+        .args(["--state", &nobody, "--state-timeout-ms", "300"])
+        .env_remove("HOOKBOX_STATE")
+        .env("HOOKBOX_LOG", "off")
+        .env("HOOKBOX_CACHE_DIR", "off")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answer: Value = serde_json::from_str(&stdout).expect("an answer, not silence");
+    assert_eq!(answer["continue"], false, "{answer}");
+    assert!(!stdout.contains(secret), "{stdout}");
+}

@@ -23,7 +23,7 @@
 //! Every problem is reported with the file and the reason.
 
 use std::collections::BTreeMap;
-use std::path::{Component as PathPart, Path, PathBuf};
+use std::path::{Component as PathPart, Path};
 use std::sync::Arc;
 
 use crate::engine::Runtime;
@@ -503,7 +503,12 @@ fn read_source(
         Some(_) => store.signatures(reference, &guard.digest)?,
         None => Vec::new(),
     };
-    let signer = check_trust(dir, entry.trust.as_ref(), &signatures, &guard.digest)?;
+    let signer = check_trust(
+        dir,
+        entry.trust.as_ref(),
+        &signatures,
+        (&guard.digest, reference),
+    )?;
     Ok((
         guard.wasm,
         Provenance {
@@ -524,6 +529,16 @@ pub(crate) fn provenance_holds(
     let (Some(reference), Some(provenance)) = (&entry.source, provenance) else {
         return entry.source.is_none();
     };
+    // Re-pinned to another digest: the old version is not what the entry
+    // names any more, whether or not the new one was pulled (as a file's
+    // `sha256` pin takes its old version down).
+    if reference
+        .digest
+        .as_ref()
+        .is_some_and(|pinned| *pinned != provenance.digest)
+    {
+        return false;
+    }
     let store = crate::oci::Store::in_dir(dir);
     let signatures = match &entry.trust {
         Some(_) => match store.signatures(reference, &provenance.digest) {
@@ -532,12 +547,14 @@ pub(crate) fn provenance_holds(
         },
         None => Vec::new(),
     };
-    check_trust(dir, entry.trust.as_ref(), &signatures, &provenance.digest).is_ok()
+    let signed = (provenance.digest.as_str(), reference);
+    check_trust(dir, entry.trust.as_ref(), &signatures, signed).is_ok()
 }
 
-/// The signer of the manifest `digest` among `signatures`, as the
-/// directory's `trust` policy (keys relative to `dir`) asks: `None` without a trust policy, or when a
-/// signature is not required and none verifies.
+/// The signer of the manifest `digest` of the guard `reference` among
+/// `signatures`, as the directory's `trust` policy (keys relative to
+/// `dir`) asks: `None` without a trust policy, or when a signature is not
+/// required and none verifies.
 ///
 /// # Errors
 /// A key that cannot be read, or no verifying signature when one is
@@ -546,7 +563,7 @@ pub fn check_trust(
     dir: &std::path::Path,
     trust: Option<&Trust>,
     signatures: &[crate::oci::signature::Signed],
-    digest: &str,
+    (digest, reference): (&str, &crate::oci::Reference),
 ) -> Result<Option<String>, String> {
     let Some(trust) = trust else {
         return Ok(None);
@@ -560,7 +577,11 @@ pub fn check_trust(
             crate::oci::signature::PublicKey::from_pem(file, &String::from_utf8_lossy(&bytes))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    match crate::oci::signature::signer(signatures, digest, &keys) {
+    let identity = crate::oci::signature::Identity {
+        reference,
+        also: &trust.identities,
+    };
+    match crate::oci::signature::signer(signatures, (digest, identity), &keys) {
         Ok(key) => Ok(Some(key.to_owned())),
         Err(why) if trust.require_signature => Err(why),
         Err(why) => {
@@ -595,33 +616,84 @@ pub(crate) fn read_inside(
             "the path must stay inside the plugin directory (no absolute paths, no `..`)".into(),
         );
     }
+    let bound = if extensions == [".wasm"] {
+        "a plugin may be (RuntimeConfig::max_plugin_bytes)"
+    } else {
+        "read for it"
+    };
+    read_regular_within(dir, relative, max_bytes).map_err(|refused| match refused {
+        Unread::Missing(e) => format!("cannot open it: {e}"),
+        Unread::TooLarge(size) => {
+            format!("it is {size} bytes, more than the {max_bytes} {bound}")
+        }
+        Unread::Refused(why) => why,
+    })
+}
+
+/// Why [`read_regular_within`] read nothing.
+#[derive(Debug)]
+pub(crate) enum Unread {
+    /// There is nothing there.
+    Missing(std::io::Error),
+    /// It is past the bound: its size, as far as it was read.
+    TooLarge(u64),
+    /// It is not a regular file inside the directory, or cannot be read.
+    Refused(String),
+}
+
+/// Reads `relative` from `dir` by the plugin directory's rules, which
+/// every read of it keeps (plugins, keys, the store of pulled guards):
+/// nothing that resolves outside `dir`; a regular file only (a FIFO, a
+/// device or a directory is refused without waiting on it: it is opened
+/// without blocking and checked once open); at most `max_bytes`, checked
+/// before reading and while reading, so a file that grows meanwhile is
+/// cut off rather than read without end.
+pub(crate) fn read_regular_within(
+    dir: &Path,
+    relative: &Path,
+    max_bytes: usize,
+) -> Result<Vec<u8>, Unread> {
+    use std::io::Read as _;
     let root = dir
         .canonicalize()
-        .map_err(|e| format!("cannot resolve the directory: {e}"))?;
-    let path: PathBuf = root.join(relative);
-    let resolved = path
-        .canonicalize()
-        .map_err(|e| format!("cannot open it: {e}"))?;
+        .map_err(|e| Unread::Refused(format!("cannot resolve the directory: {e}")))?;
+    let resolved = match root.join(relative).canonicalize() {
+        Ok(resolved) => resolved,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Unread::Missing(e)),
+        Err(e) => return Err(Unread::Refused(format!("cannot open it: {e}"))),
+    };
     if !resolved.starts_with(&root) {
-        return Err(format!(
+        return Err(Unread::Refused(format!(
             "it resolves to {}, outside the plugin directory",
             resolved.display()
-        ));
+        )));
     }
-    let meta = std::fs::metadata(&resolved).map_err(|e| format!("cannot read it: {e}"))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        // Opening a FIFO for reading would wait for a writer.
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW);
+    }
+    let file = options
+        .open(&resolved)
+        .map_err(|e| Unread::Refused(format!("cannot open it: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Unread::Refused(format!("cannot read it: {e}")))?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(Unread::Refused("not a regular file".into()));
     }
     if meta.len() > max_bytes as u64 {
-        return Err(format!(
-            "it is {} bytes, more than the {max_bytes} {}",
-            meta.len(),
-            if extensions == [".wasm"] {
-                "a plugin may be (RuntimeConfig::max_plugin_bytes)"
-            } else {
-                "read for it"
-            }
-        ));
+        return Err(Unread::TooLarge(meta.len()));
     }
-    std::fs::read(&resolved).map_err(|e| format!("cannot read it: {e}"))
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(max_bytes as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Unread::Refused(format!("cannot read it: {e}")))?;
+    if bytes.len() > max_bytes {
+        return Err(Unread::TooLarge(bytes.len() as u64));
+    }
+    Ok(bytes)
 }

@@ -62,6 +62,12 @@ pub struct Trust {
     /// default true. When false, a signer is reported but not required.
     #[serde(default = "yes")]
     pub require_signature: bool,
+    /// Repositories (`registry/repository`) besides each guard's own that
+    /// a signature may say it signed: the origins of the mirrors guards
+    /// are pulled from. A signature made for any other repository is
+    /// refused, though the bytes be the same.
+    #[serde(default)]
+    pub identities: Vec<String>,
 }
 
 /// One `[[plugin]]` entry: a plugin file (or a registry reference) and its

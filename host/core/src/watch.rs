@@ -24,7 +24,9 @@
 //! - a plugin from a registry reloads when its store's index changes (a
 //!   pull) or its manifest entry does (a lock); a new version that fails
 //!   its digest or signature checks is refused and the previous verified
-//!   version stays live, if the manifest's trust still accepts it;
+//!   version stays live, if the manifest's trust still accepts it and its
+//!   entry still names it (re-pinned to another digest, it does not stay,
+//!   as a file's `sha256` pin takes its old version down);
 //! - a reload that changes nothing keeps the generation.
 
 use std::collections::HashMap;

@@ -17,7 +17,7 @@
 //! | an `Origin` other than the server's own or an allowed one, or a `Host` not naming this machine ([`Gate`]) | 403 (a web page reaching a local server, DNS rebinding) |
 //! | with tokens ([`Gate::new`]): no `Authorization: Bearer TOKEN` of one of them | 401, with `WWW-Authenticate: Bearer` |
 //! | with tokens: a session id begun with another token | 404, as an unknown one (a client cannot reach, or learn of, another's session) |
-//! | `Mcp-Method` / `Mcp-Name` that disagree with the body, or missing from a 2026-07-28 request ([`message::Mirrored`]) | 400 with error -32020, never forwarded |
+//! | `Mcp-Method` / `Mcp-Name` that disagree with the body, or missing from a 2026-07-28 request ([`message::Mirrored`]), or sent more than once | 400 with error -32020, never forwarded |
 
 use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
@@ -303,6 +303,16 @@ fn headers_match(
     headers: &HeaderMap,
     envelope: &message::Envelope<'_>,
 ) -> Result<message::Era, String> {
+    // Sent more than once, a header is what a gateway routes on in one
+    // copy and the server never reads in another (HAProxy matches any
+    // occurrence): refused, whatever each says.
+    for name in ["mcp-method", "mcp-name"] {
+        if headers.get_all(name).iter().nth(1).is_some() {
+            return Err(format!(
+                "the request has more than one {name} header; send it once"
+            ));
+        }
+    }
     // A value that is not visible ASCII cannot match any body.
     let header = |name: &str| {
         headers

@@ -24,7 +24,7 @@ pub mod auth;
 use std::path::Path;
 use std::time::Duration;
 
-use hookbox::oci::signature::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, Signed};
+use hookbox::oci::signature::{SIGNATURE_ANNOTATION, Signed};
 use hookbox::oci::{
     Descriptor, GuardManifest, ImageManifest, MANIFEST_MEDIA_TYPE, MAX_MANIFEST_BYTES,
     MAX_SMALL_BLOB_BYTES, Reference, Store, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
@@ -369,11 +369,9 @@ pub async fn pull(dir: &Path, reference: &Reference, options: &Options) -> Resul
     if let Some((bytes, _)) = &signature_manifest {
         let manifest = ImageManifest::parse(bytes)
             .map_err(|why| session.refused(format!("its signature manifest: {why}")))?;
-        for layer in manifest
-            .layers
-            .iter()
-            .filter(|l| l.media_type == SIMPLE_SIGNING_MEDIA_TYPE)
-        {
+        let layers = hookbox::oci::signature::signature_layers(&manifest)
+            .map_err(|why| session.refused(format!("its signature manifest: {why}")))?;
+        for layer in layers {
             let payload = session.blob(layer, MAX_SMALL_BLOB_BYTES).await?;
             signatures.push(Signed {
                 payload: payload.clone(),
@@ -389,7 +387,8 @@ pub async fn pull(dir: &Path, reference: &Reference, options: &Options) -> Resul
         // image layout.
         signature_blobs.push(session.blob(&manifest.config, MAX_SMALL_BLOB_BYTES).await?);
     }
-    let signer = hookbox::directory::check_trust(dir, trust.as_ref(), &signatures, &digest)
+    let signed = (digest.as_str(), reference);
+    let signer = hookbox::directory::check_trust(dir, trust.as_ref(), &signatures, signed)
         .map_err(|why| session.refused(why))?;
 
     // Every blob first, then the index that names them.

@@ -37,6 +37,7 @@ pub fn check(data: &[u8]) {
     };
     let options = Options {
         rewrites_grant: grant & 1 == 1,
+        subagents_share_state: grant & 2 == 2,
     };
     use hookbox_agents::*;
     let reply = match agent % 7 {

@@ -102,15 +102,31 @@ impl RedisStore {
     /// # Errors
     /// [`StoreError`] when the URL is not a Redis URL.
     pub fn open(url: &str) -> Result<RedisStore, StoreError> {
+        RedisStore::open_with(url, None)
+    }
+
+    /// The store at `url`, authenticating with `password` (kept out of
+    /// the URL, which a process's command line shows every local user):
+    /// it takes the place of any password the URL has.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the URL is not a Redis URL.
+    pub fn open_with(url: &str, password: Option<&str>) -> Result<RedisStore, StoreError> {
         if url.starts_with("rediss://") {
             let _ = rustls::crypto::ring::default_provider().install_default();
         }
-        let client = redis::Client::open(url).map_err(|e| StoreError {
+        let not_redis = |e: redis::RedisError| StoreError {
             place: "redis".into(),
             reason: format!(
                 "{e}; give a URL such as redis://:PASSWORD@HOST:6379/0 or rediss://HOST:6380"
             ),
-        })?;
+        };
+        let mut info = redis::IntoConnectionInfo::into_connection_info(url).map_err(not_redis)?;
+        if let Some(password) = password {
+            let settings = info.redis_settings().clone().set_password(password);
+            info = info.set_redis_settings(settings);
+        }
+        let client = redis::Client::open(info).map_err(not_redis)?;
         let info = client.get_connection_info();
         let scheme = if url.starts_with("rediss://") {
             "rediss"
@@ -153,6 +169,23 @@ impl RedisStore {
         self
     }
 
+    /// The host, when the store is reached in the clear (`redis://`) at
+    /// an address other than this machine's: its password and every
+    /// session's state then cross the network readable.
+    pub fn in_the_clear(&self) -> Option<String> {
+        match self.inner.client.get_connection_info().addr() {
+            redis::ConnectionAddr::Tcp(host, _) => {
+                let bare = host.trim_start_matches('[').trim_end_matches(']');
+                let loopback = bare.eq_ignore_ascii_case("localhost")
+                    || bare
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback());
+                (!loopback).then(|| host.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// Asks the server for `PONG`, within the deadline.
     ///
     /// # Errors
@@ -173,16 +206,23 @@ impl Inner {
     /// run twice (a session its caller holds already is taken); giving
     /// back twice finds the lock gone and fails the hook, a block, never
     /// a lost update.
+    ///
+    /// One deadline covers it all, connecting (and the client's own
+    /// greeting) included: a Redis that accepts connections and never
+    /// answers blocks the hook after the deadline the error names, not
+    /// after a deadline per step.
     fn call<T>(
         &self,
         mut command: impl FnMut(&mut Connection) -> redis::RedisResult<T>,
     ) -> Result<T, StoreError> {
+        let deadline = Instant::now() + self.timeout;
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let reused = idle.is_some();
         let mut con = match idle {
             Some(con) => con,
-            None => self.connect()?,
+            None => self.connect(deadline)?,
         };
+        self.bound(&con, deadline)?;
         let answer = match command(&mut con) {
             Ok(answer) => answer,
             Err(e) => {
@@ -191,7 +231,8 @@ impl Inner {
                 if !(reused && stale && !e.is_timeout()) {
                     return Err(self.error(&e));
                 }
-                con = self.connect()?;
+                con = self.connect(deadline)?;
+                self.bound(&con, deadline)?;
                 command(&mut con).map_err(|e| self.error(&e))?
             }
         };
@@ -202,15 +243,27 @@ impl Inner {
         Ok(answer)
     }
 
-    fn connect(&self) -> Result<Connection, StoreError> {
-        let con = self
-            .client
-            .get_connection_with_timeout(self.timeout)
-            .map_err(|e| self.error(&e))?;
-        con.set_read_timeout(Some(self.timeout))
-            .and_then(|()| con.set_write_timeout(Some(self.timeout)))
-            .map_err(|e| self.error(&e))?;
-        Ok(con)
+    /// A new connection, made before `deadline`.
+    fn connect(&self, deadline: Instant) -> Result<Connection, StoreError> {
+        self.client
+            .get_connection_with_timeout(self.left(deadline)?)
+            .map_err(|e| self.error(&e))
+    }
+
+    /// `con`'s reads and writes bounded by what is left until `deadline`.
+    fn bound(&self, con: &Connection, deadline: Instant) -> Result<(), StoreError> {
+        let left = self.left(deadline)?;
+        con.set_read_timeout(Some(left))
+            .and_then(|()| con.set_write_timeout(Some(left)))
+            .map_err(|e| self.error(&e))
+    }
+
+    /// The time left until `deadline`; none left is the deadline's error.
+    fn left(&self, deadline: Instant) -> Result<Duration, StoreError> {
+        match deadline.checked_duration_since(Instant::now()) {
+            Some(left) if !left.is_zero() => Ok(left),
+            _ => Err(self.failure(format!("no answer within {:?}", self.timeout))),
+        }
     }
 
     fn error(&self, e: &redis::RedisError) -> StoreError {
@@ -410,5 +463,33 @@ impl Drop for RedisHold {
                     .invoke::<i64>(con)
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that takes connections and never answers (the kernel
+    /// accepts them; nothing reads): the hook is blocked within the one
+    /// deadline its error names, the client's greeting on connecting
+    /// included, not after a deadline per step.
+    #[test]
+    fn a_server_that_never_answers_fails_within_the_one_deadline() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let timeout = Duration::from_millis(800);
+        let store = RedisStore::open(&format!("redis://{addr}"))
+            .unwrap()
+            .with_timeout(timeout);
+        let started = Instant::now();
+        let failure = store.ping().unwrap_err();
+        let took = started.elapsed();
+        assert!(failure.reason.contains("800ms"), "{failure}");
+        assert!(
+            took < timeout * 3 / 2,
+            "{took:?} for a deadline of {timeout:?}"
+        );
+        drop(listener);
     }
 }

@@ -17,10 +17,14 @@
 //! generate-key-pair` writes to `cosign.pub`).
 //!
 //! A guard is signed by a key when one of its signature payloads names the
-//! guard's manifest digest, with that type, and its signature verifies
-//! with the key. As cosign's own verification, the `docker-reference`
-//! claim is not checked: the digest is what is signed, and the same bytes
-//! may be mirrored to another registry.
+//! guard's manifest digest, with that type, and the guard's own
+//! repository as its `docker-reference` (or one the trust policy names as
+//! a mirror's origin), and its signature verifies with the key. Binding
+//! the repository, as containers/image (podman, skopeo) does and cosign's
+//! CLI does not, keeps a trusted key's signature over one guard from
+//! vouching for its bytes copied into another guard's repository. A
+//! `docker-reference` with a tag binds the tag too, when the guard is
+//! pulled by one. A signature manifest holds at most [`MAX_SIGNATURES`].
 //!
 //! Why this format: it is what cosign 2 writes by default, what cosign 3
 //! writes with `--new-bundle-format=false`, and what any registry serves
@@ -37,6 +41,84 @@ pub const SIMPLE_SIGNING_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesi
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 /// The `critical.type` of a cosign image signature payload.
 pub const PAYLOAD_TYPE: &str = "cosign container image signature";
+/// The most signatures read for one guard: a signature manifest with more
+/// layers is refused (each layer is a payload to fetch and keep).
+pub const MAX_SIGNATURES: usize = 16;
+
+/// The signature layers of a cosign signature manifest: its simple
+/// signing layers, at most [`MAX_SIGNATURES`], each payload once (a
+/// manifest naming one payload many times costs one read of it).
+///
+/// # Errors
+/// When it has more signatures than hookbox reads.
+pub fn signature_layers(
+    manifest: &super::ImageManifest,
+) -> Result<Vec<&super::Descriptor>, String> {
+    let mut layers: Vec<&super::Descriptor> = Vec::new();
+    for layer in manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == SIMPLE_SIGNING_MEDIA_TYPE)
+    {
+        if layers.iter().any(|seen| {
+            seen.digest == layer.digest
+                && seen.annotations.get(SIGNATURE_ANNOTATION)
+                    == layer.annotations.get(SIGNATURE_ANNOTATION)
+        }) {
+            continue;
+        }
+        if layers.len() == MAX_SIGNATURES {
+            return Err(format!(
+                "it holds more than {MAX_SIGNATURES} signatures, the most hookbox reads for one guard"
+            ));
+        }
+        layers.push(layer);
+    }
+    Ok(layers)
+}
+
+/// Whose artifact a signature must say it signed.
+#[derive(Clone, Copy, Debug)]
+pub struct Identity<'a> {
+    /// The guard's reference: its `registry/repository` (and its tag,
+    /// when pulled by one).
+    pub reference: &'a super::Reference,
+    /// Other repositories (`registry/repository`) a signature may name:
+    /// the origins the trust policy's mirrors copy.
+    pub also: &'a [String],
+}
+
+impl Identity<'_> {
+    /// Whether the `docker-reference` `named` is this guard's.
+    fn admits(&self, named: &str) -> Result<(), String> {
+        if named.is_empty() {
+            return Err("its payload names no repository (`docker-reference`)".into());
+        }
+        let without_digest = named.split('@').next().unwrap_or_default();
+        let (repository, tag) = match without_digest.rsplit_once(':') {
+            Some((repository, tag)) if !tag.contains('/') => (repository, Some(tag)),
+            _ => (without_digest, None),
+        };
+        let repository = repository.to_ascii_lowercase();
+        let own = format!("{}/{}", self.reference.registry, self.reference.repository);
+        if repository != own
+            && !self
+                .also
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(&repository))
+        {
+            return Err(format!(
+                "it was signed for `{repository}`, not for this guard's `{own}` (a mirror's origin is allowed with `identities` in the trust policy)"
+            ));
+        }
+        match (tag, self.reference.tag.as_deref()) {
+            (Some(signed), Some(pulled)) if signed != pulled => Err(format!(
+                "it was signed for the tag `{signed}`, not `{pulled}`"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
 
 /// One signature as pulled: the payload and its base64 signature.
 #[derive(Clone, Debug)]
@@ -73,15 +155,16 @@ impl PublicKey {
     }
 }
 
-/// The name of the first key in `keys` that signed the manifest `digest`,
-/// among `signatures`.
+/// The name of the first key in `keys` that signed the manifest `digest`
+/// for `identity` (its repository, or a mirror's origin), among
+/// `signatures`.
 ///
 /// # Errors
 /// Why no signature verifies: none was pulled, or each fails (another
 /// digest, another key, a malformed signature), every one named.
 pub fn signer<'k>(
     signatures: &[Signed],
-    digest: &str,
+    (digest, identity): (&str, Identity<'_>),
     keys: &'k [PublicKey],
 ) -> Result<&'k str, String> {
     if signatures.is_empty() {
@@ -92,7 +175,7 @@ pub fn signer<'k>(
     }
     let mut why = Vec::new();
     for (i, signed) in signatures.iter().enumerate() {
-        match check(signed, digest, keys) {
+        match check(signed, (digest, identity), keys) {
             Ok(key) => return Ok(key),
             Err(reason) => why.push(format!("signature {}: {reason}", i + 1)),
         }
@@ -103,7 +186,11 @@ pub fn signer<'k>(
     ))
 }
 
-fn check<'k>(signed: &Signed, digest: &str, keys: &'k [PublicKey]) -> Result<&'k str, String> {
+fn check<'k>(
+    signed: &Signed,
+    (digest, identity): (&str, Identity<'_>),
+    keys: &'k [PublicKey],
+) -> Result<&'k str, String> {
     let payload: serde_json::Value = serde_json::from_slice(&signed.payload)
         .map_err(|e| format!("its payload is not JSON: {e}"))?;
     let critical = &payload["critical"];
@@ -123,6 +210,11 @@ fn check<'k>(signed: &Signed, digest: &str, keys: &'k [PublicKey]) -> Result<&'k
             }
         ));
     }
+    identity.admits(
+        critical["identity"]["docker-reference"]
+            .as_str()
+            .unwrap_or_default(),
+    )?;
     use base64::Engine as _;
     let der = base64::engine::general_purpose::STANDARD
         .decode(signed.signature.trim())
@@ -159,9 +251,14 @@ mod tests {
     }
 
     fn sign(key: &SigningKey, digest: &str) -> Signed {
+        sign_for(key, digest, "localhost/g")
+    }
+
+    /// `key`'s signature over `digest` saying it is `identity`'s.
+    fn sign_for(key: &SigningKey, digest: &str, identity: &str) -> Signed {
         use base64::Engine as _;
         let payload = format!(
-            r#"{{"critical":{{"identity":{{"docker-reference":"localhost/g"}},"image":{{"docker-manifest-digest":"{digest}"}},"type":"{PAYLOAD_TYPE}"}},"optional":null}}"#
+            r#"{{"critical":{{"identity":{{"docker-reference":"{identity}"}},"image":{{"docker-manifest-digest":"{digest}"}},"type":"{PAYLOAD_TYPE}"}},"optional":null}}"#
         );
         let signature: DerSignature = key.sign(payload.as_bytes());
         Signed {
@@ -175,7 +272,10 @@ mod tests {
         let (one, one_pub) = key(1);
         let (_, two_pub) = key(2);
         let keys = [two_pub, one_pub];
-        assert_eq!(signer(&[sign(&one, DIGEST)], DIGEST, &keys), Ok("key1.pub"));
+        assert_eq!(
+            signer(&[sign(&one, DIGEST)], (DIGEST, own()), &keys),
+            Ok("key1.pub")
+        );
     }
 
     #[test]
@@ -183,19 +283,19 @@ mod tests {
         let (one, _) = key(1);
         let (_, two_pub) = key(2);
         let trusted = [two_pub];
-        let err = signer(&[sign(&one, DIGEST)], DIGEST, &trusted).unwrap_err();
+        let err = signer(&[sign(&one, DIGEST)], (DIGEST, own()), &trusted).unwrap_err();
         assert!(err.contains("another key"), "{err}");
 
         let (_, one_pub) = key(1);
         let keys = [one_pub];
         let other = DIGEST.replace("f7", "00");
-        let err = signer(&[sign(&one, &other)], DIGEST, &keys).unwrap_err();
+        let err = signer(&[sign(&one, &other)], (DIGEST, own()), &keys).unwrap_err();
         assert!(err.contains("not this manifest"), "{err}");
 
         let mut altered = sign(&one, DIGEST);
         altered.payload.extend_from_slice(b" ");
         assert!(
-            signer(&[altered], DIGEST, &keys)
+            signer(&[altered], (DIGEST, own()), &keys)
                 .unwrap_err()
                 .contains("altered")
         );
@@ -205,10 +305,59 @@ mod tests {
             .signature
             .replacen('A', "B", 1)
             .replacen('M', "N", 1);
-        assert!(signer(&[flipped], DIGEST, &keys).is_err());
+        assert!(signer(&[flipped], (DIGEST, own()), &keys).is_err());
 
-        let err = signer(&[], DIGEST, &keys).unwrap_err();
+        let err = signer(&[], (DIGEST, own()), &keys).unwrap_err();
         assert!(err.contains("not signed"), "{err}");
+    }
+
+    /// The guard `localhost/g:1`, its signatures' own identity.
+    fn own() -> Identity<'static> {
+        static REFERENCE: std::sync::OnceLock<super::super::Reference> = std::sync::OnceLock::new();
+        Identity {
+            reference: REFERENCE.get_or_init(|| "oci://localhost/g:1".parse().unwrap()),
+            also: &[],
+        }
+    }
+
+    /// A trusted key's signature over these very bytes, made for another
+    /// repository (or another tag of this one), does not vouch for this
+    /// guard, unless the trust policy names that repository as a mirror's
+    /// origin.
+    #[test]
+    fn a_signature_made_for_another_repository_or_tag_is_refused() {
+        let (one, one_pub) = key(1);
+        let keys = [one_pub];
+        for (identity, refused) in [
+            ("localhost/g", None),
+            ("LOCALHOST/g", None),
+            ("localhost/g:1", None),
+            ("localhost/g@sha256:00", None),
+            ("localhost/other", Some("signed for `localhost/other`")),
+            ("localhost/g/sub", Some("signed for `localhost/g/sub`")),
+            ("localhost/g:0", Some("the tag `0`, not `1`")),
+            ("", Some("names no repository")),
+        ] {
+            let signed = [sign_for(&one, DIGEST, identity)];
+            let answer = signer(&signed, (DIGEST, own()), &keys);
+            match refused {
+                None => assert_eq!(answer, Ok("key1.pub"), "{identity}"),
+                Some(why) => {
+                    let err = answer.unwrap_err();
+                    assert!(err.contains(why), "{identity}: {err}");
+                }
+            }
+        }
+        let mirrored = ["origin.example/g".to_owned()];
+        let from_mirror = Identity {
+            also: &mirrored,
+            ..own()
+        };
+        let signed = [sign_for(&one, DIGEST, "origin.example/g")];
+        assert_eq!(
+            signer(&signed, (DIGEST, from_mirror), &keys),
+            Ok("key1.pub")
+        );
     }
 
     #[test]

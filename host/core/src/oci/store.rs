@@ -20,20 +20,32 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::signature::{SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE, Signed};
+use super::signature::{SIGNATURE_ANNOTATION, Signed};
 use super::{
     Descriptor, GuardManifest, ImageManifest, MAX_MANIFEST_BYTES, MAX_SMALL_BLOB_BYTES, Reference,
     digest_of,
 };
+use crate::directory::{Unread, read_regular_within};
 
 /// The store's folder inside a plugin directory.
 pub const STORE_DIR: &str = ".oci";
 const REF_NAME: &str = "org.opencontainers.image.ref.name";
 const INDEX_MEDIA_TYPE: &str = "application/vnd.oci.image.index.v1+json";
+/// The largest `index.json` read: thousands of pulled names.
+const MAX_INDEX_BYTES: usize = 4 << 20;
 
 /// A plugin directory's store of pulled guards.
+///
+/// Every file of it is read by the plugin directory's own rules
+/// (`crate::directory::read_regular_within`): a regular file only, never
+/// a FIFO or a device, nothing resolving outside the plugin directory,
+/// bounded before and while reading. A store entry that breaks them fails
+/// the guard that needs it (phase `provenance`), and never holds up a
+/// load, a hook or the reload thread.
 #[derive(Clone, Debug)]
 pub struct Store {
+    /// The plugin directory.
+    dir: PathBuf,
     root: PathBuf,
 }
 
@@ -64,8 +76,15 @@ impl Store {
     /// not anything was pulled into it yet.
     pub fn in_dir(dir: &Path) -> Store {
         Store {
+            dir: dir.to_owned(),
             root: dir.join(STORE_DIR),
         }
+    }
+
+    /// The store's file at `relative` (under `.oci`), read by the plugin
+    /// directory's rules.
+    fn read(&self, relative: &Path, max_bytes: usize) -> Result<Vec<u8>, Unread> {
+        read_regular_within(&self.dir, &Path::new(STORE_DIR).join(relative), max_bytes)
     }
 
     /// Its folder.
@@ -74,11 +93,16 @@ impl Store {
     }
 
     fn blob_path(&self, digest: &str) -> Result<PathBuf, String> {
+        Ok(self.root.join(Self::blob_name(digest)?))
+    }
+
+    /// A blob's path inside the store.
+    fn blob_name(digest: &str) -> Result<PathBuf, String> {
         let hex = digest
             .strip_prefix("sha256:")
             .and_then(crate::cache::parse_sha256)
             .ok_or_else(|| format!("`{digest}` is not a sha256 digest"))?;
-        Ok(self.root.join("blobs/sha256").join(hex))
+        Ok(Path::new("blobs/sha256").join(hex))
     }
 
     /// The blob with `digest`, refused when it is missing, larger than
@@ -87,20 +111,20 @@ impl Store {
     /// # Errors
     /// Why it cannot be read, and what to do.
     pub fn blob(&self, digest: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
-        let path = self.blob_path(digest)?;
-        let meta = std::fs::metadata(&path).map_err(|e| {
-            format!(
-                "blob {digest} is missing from the store {} ({e}); pull the guard again",
-                self.root.display()
-            )
-        })?;
-        if meta.len() > max_bytes as u64 {
-            return Err(format!(
-                "blob {digest} is {} bytes, more than the {max_bytes} allowed for it",
-                meta.len()
-            ));
-        }
-        let bytes = std::fs::read(&path).map_err(|e| format!("cannot read blob {digest}: {e}"))?;
+        let bytes = self
+            .read(&Self::blob_name(digest)?, max_bytes)
+            .map_err(|unread| match unread {
+                Unread::Missing(e) => format!(
+                    "blob {digest} is missing from the store {} ({e}); pull the guard again",
+                    self.root.display()
+                ),
+                Unread::TooLarge(size) => format!(
+                    "blob {digest} is {size} bytes, more than the {max_bytes} allowed for it"
+                ),
+                Unread::Refused(why) => format!(
+                    "blob {digest} cannot be read from the store ({why}); remove it and pull the guard again"
+                ),
+            })?;
         let actual = digest_of(&bytes);
         if actual != digest {
             return Err(format!(
@@ -112,11 +136,15 @@ impl Store {
 
     fn index(&self) -> Result<Index, String> {
         let path = self.root.join("index.json");
-        match std::fs::read(&path) {
+        match self.read(Path::new("index.json"), MAX_INDEX_BYTES) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map_err(|e| format!("{} is not an OCI image index: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Index::default()),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+            Err(Unread::Missing(_)) => Ok(Index::default()),
+            Err(Unread::TooLarge(size)) => Err(format!(
+                "{} is {size} bytes, more than the {MAX_INDEX_BYTES} an index of pulled guards may be",
+                path.display()
+            )),
+            Err(Unread::Refused(why)) => Err(format!("cannot read {}: {why}", path.display())),
         }
     }
 
@@ -181,6 +209,8 @@ impl Store {
             }
         })?;
         let manifest = GuardManifest::parse(&bytes, max_bytes)?;
+        // Its config is checked too, as every blob is on every load.
+        self.blob(&manifest.manifest.config.digest, MAX_SMALL_BLOB_BYTES)?;
         let wasm = self.blob(&manifest.component.digest, max_bytes)?;
         if wasm.len() as u64 != manifest.component.size {
             return Err(format!(
@@ -208,11 +238,10 @@ impl Store {
         };
         let manifest = ImageManifest::parse(&self.blob(&signatures, MAX_MANIFEST_BYTES)?)
             .map_err(|e| format!("its signature manifest: {e}"))?;
+        let layers = super::signature::signature_layers(&manifest)
+            .map_err(|e| format!("its signature manifest: {e}"))?;
         let mut signed = Vec::new();
-        for layer in &manifest.layers {
-            if layer.media_type != SIMPLE_SIGNING_MEDIA_TYPE {
-                continue;
-            }
+        for layer in layers {
             let payload = self.blob(&layer.digest, MAX_SMALL_BLOB_BYTES)?;
             signed.push(Signed {
                 payload,
@@ -233,7 +262,8 @@ impl Store {
     pub fn put_blob(&self, bytes: &[u8]) -> std::io::Result<String> {
         let digest = digest_of(bytes);
         let path = self.blob_path(&digest).map_err(std::io::Error::other)?;
-        if path.exists() && std::fs::read(&path).is_ok_and(|b| b == bytes) {
+        let name = Self::blob_name(&digest).map_err(std::io::Error::other)?;
+        if self.read(&name, bytes.len()).is_ok_and(|b| b == bytes) {
             return Ok(digest);
         }
         self.init()?;
@@ -346,6 +376,45 @@ mod tests {
         assert_eq!(store.names().unwrap().len(), 1);
         let pinned = reference.with_digest(&digest_of(b"one"));
         assert_eq!(store.resolve(&pinned).unwrap(), digest_of(b"one"));
+    }
+
+    /// A store entry that is not a regular file inside the plugin
+    /// directory (a FIFO, a device, a symlink out of it) is refused at
+    /// once, as the directory refuses such a plugin: never waited on,
+    /// never read without end.
+    #[cfg(unix)]
+    #[test]
+    fn a_store_entry_that_is_no_regular_file_inside_is_refused_at_once() {
+        let dir = tempdir();
+        let store = Store::in_dir(&dir);
+        let digest = store.put_blob(b"component").unwrap();
+        let path = store.blob_path(&digest).unwrap();
+        let outside = dir.with_extension("outside");
+        std::fs::write(&outside, b"component").unwrap();
+        let fifo = |path: &Path| {
+            let name = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+            // SAFETY: a valid, NUL-terminated path.
+            assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        };
+        let started = std::time::Instant::now();
+        for entry in ["fifo", "device", "symlink out"] {
+            std::fs::remove_file(&path).unwrap();
+            match entry {
+                "fifo" => fifo(&path),
+                "device" => std::os::unix::fs::symlink("/dev/zero", &path).unwrap(),
+                _ => std::os::unix::fs::symlink(&outside, &path).unwrap(),
+            }
+            let refused = store.blob(&digest, 1 << 20).unwrap_err();
+            assert!(
+                refused.contains("cannot be read from the store"),
+                "{entry}: {refused}"
+            );
+        }
+        // index.json as a FIFO: the index is refused, not waited on.
+        fifo(&store.root().join("index.json"));
+        let refused = store.names().unwrap_err();
+        assert!(refused.contains("not a regular file"), "{refused}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(30));
     }
 
     fn tempdir() -> PathBuf {
