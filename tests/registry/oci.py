@@ -9,6 +9,8 @@ and cosign's key-pair signature format made with `cryptography`.
                                          says it was made for HOST/OTHER (copied from there)
     oci.py pull HOST REPO:TAG DIR        pulls the guard's layer into DIR; prints the file
     oci.py manifest HOST REPO:TAG        prints the manifest
+    oci.py index HOST REPO:TAG DIGEST    a multi-platform OCI index at TAG naming the
+                                         manifest DIGEST (of the same repository)
 
 HOST is a loopback registry (plain HTTP). Nothing here is hookbox's code:
 the signature is built from cosign's specification (SIGNATURE_SPEC.md:
@@ -98,6 +100,23 @@ def sign(host, repo, digest, keyfile, bad=False, identity=None):
             os.chdir(cwd)
 
 
+def index(host, target, digest):
+    repo, tag = target.rsplit(":", 1)
+    reg = registry(host)
+    url = f"{reg.prefix}://{host}/v2/{repo}/manifests"
+    manifest_type = "application/vnd.oci.image.manifest.v1+json"
+    got = reg.do_request(f"{url}/{digest}", "GET", headers={"Accept": manifest_type})
+    index_type = "application/vnd.oci.image.index.v1+json"
+    body = json.dumps({"schemaVersion": 2, "mediaType": index_type,
+                       "manifests": [{"mediaType": manifest_type, "digest": digest,
+                                      "size": len(got.content),
+                                      "platform": {"architecture": "wasm", "os": "wasip2"}}]})
+    put = reg.do_request(f"{url}/{tag}", "PUT", data=body.encode(),
+                         headers={"Content-Type": index_type})
+    if put.status_code >= 300:
+        sys.exit(f"index: {put.status_code} {put.text}")
+
+
 def pull(host, target, folder):
     files = registry(host).pull(target=f"{host}/{target}", outdir=folder)
     print(files[0])
@@ -120,5 +139,7 @@ if __name__ == "__main__":
         pull(*args)
     elif command == "manifest":
         manifest(*args)
+    elif command == "index":
+        index(*args)
     else:
         sys.exit(f"unknown command {command}")

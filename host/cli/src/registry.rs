@@ -70,12 +70,37 @@ pub(crate) fn pull(text: &str, dir: &Path) -> Result<ExitCode> {
         pulled.size,
         hookbox::oci::Store::in_dir(dir).root().display()
     );
-    say!(
-        "run it with, in {}:\n[[plugin]]\nsource = \"{}\"",
-        dir.join(hookbox::manifest::MANIFEST).display(),
-        pulled.reference
-    );
+    let manifest = dir.join(hookbox::manifest::MANIFEST);
+    match locked(dir, &reference) {
+        Some(pinned) if pulled.reference.digest.as_deref() == Some(pinned.as_str()) => say!(
+            "{} already runs it: its entry pins it to {pinned}",
+            manifest.display()
+        ),
+        Some(pinned) => say!(
+            "{} pins it to {pinned}, which keeps running: to run the version just pulled, run `hookbox lock {}` (or change the pin)",
+            manifest.display(),
+            dir.display()
+        ),
+        None => say!(
+            "run it with, in {}:\n[[plugin]]\nsource = \"{}\"",
+            manifest.display(),
+            pulled.reference
+        ),
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The digest `dir`'s manifest pins `reference`'s tag to, if an entry
+/// names the same repository and tag with a digest (`hookbox lock`'s).
+fn locked(dir: &Path, reference: &Reference) -> Option<String> {
+    let (entries, ..) = hookbox::directory::plan(dir).ok()?;
+    entries.into_iter().find_map(|entry| {
+        let source = entry.source?;
+        let same = source.registry == reference.registry
+            && source.repository == reference.repository
+            && source.tag == reference.tag;
+        source.digest.filter(|_| same)
+    })
 }
 
 pub(crate) fn pull_into(dir: &Path, reference: &Reference) -> Result<hookbox_registry::Pulled> {

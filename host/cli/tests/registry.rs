@@ -511,6 +511,30 @@ fn lock_pins_a_tag_to_the_digest_pulled_and_an_unreachable_registry_is_a_clear_e
     );
     assert_eq!(shell_call(&dir).unwrap(), "skip");
 
+    // The tag moves on; pulling it says the lock keeps the old version
+    // running and how to move, rather than suggest the new digest alone.
+    let wasm = keys.join("path-jail.wasm");
+    std::fs::copy(guests::PATH_JAIL, &wasm).unwrap();
+    let moved = oci(
+        tools,
+        &[
+            "push",
+            &registry.host,
+            "guards/deny-tools:1",
+            wasm.to_str().unwrap(),
+        ],
+    );
+    let out = hookbox(&["pull", &source, "--plugins", dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains(&format!("pins it to {digest}")) && said.contains("hookbox lock"),
+        "{said}"
+    );
+    assert!(!said.contains("run it with"), "{said}");
+    assert_ne!(moved, digest);
+    assert_eq!(shell_call(&dir).unwrap(), "skip", "the locked version runs");
+
     registry.stop();
     let out = hookbox(&[
         "pull",
@@ -523,6 +547,28 @@ fn lock_pins_a_tag_to_the_digest_pulled_and_an_unreachable_registry_is_a_clear_e
         "{}",
         text(&out)
     );
+}
+
+/// A tag naming a multi-platform index is not "no such guard": the pull
+/// says what it is and what to pull instead, and writes nothing.
+#[test]
+fn a_multi_platform_index_is_named_as_one() {
+    let Some(tools) = tools() else { return };
+    let (registry, keys, digest) = published("index", tools);
+    oci(
+        tools,
+        &["index", &registry.host, "guards/deny-tools:multi", &digest],
+    );
+    let source = format!("oci://{}/guards/deny-tools:multi", registry.host);
+    let dir = plugin_dir("index", &keys, &[], &source);
+    let out = hookbox(&["pull", &source, "--plugins", dir.to_str().unwrap()]);
+    let said = text(&out);
+    assert!(
+        !out.status.success() && said.contains("multi-platform index"),
+        "{said}"
+    );
+    assert!(!said.contains("no such guard"), "{said}");
+    assert!(!dir.join(".oci/index.json").exists());
 }
 
 /// Pulls with the library, as `hookbox pull` does, with `options`.

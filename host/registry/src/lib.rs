@@ -77,6 +77,11 @@ pub struct Pulled {
     pub signatures: usize,
 }
 
+/// An OCI image index's media type (a multi-platform image).
+const OCI_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// Docker's manifest list, the same for Docker's formats.
+const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
 /// Bounds of one pull.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -179,9 +184,12 @@ impl Session {
     /// The manifest `reference` names, its digest computed here (never
     /// taken from a header), `None` when the registry has no such manifest.
     async fn manifest(&self, reference: &Reference) -> Result<Option<(Vec<u8>, String)>, Error> {
+        // Indexes are accepted too, to say what one is rather than answer
+        // "no such guard" for a tag that names one.
+        let accepted = [MANIFEST_MEDIA_TYPE, OCI_INDEX, DOCKER_LIST];
         let answer = self
             .client
-            .pull_manifest_raw(&self.oci(reference), &self.auth, &[MANIFEST_MEDIA_TYPE])
+            .pull_manifest_raw(&self.oci(reference), &self.auth, &accepted)
             .await;
         let bytes = match answer {
             Ok((bytes, _)) => bytes.to_vec(),
@@ -195,6 +203,14 @@ impl Session {
             return Err(self.refused(format!(
                 "the manifest is {} bytes, more than the {MAX_MANIFEST_BYTES} hookbox reads",
                 bytes.len()
+            )));
+        }
+        let media_type = serde_json::from_slice::<serde_json::Value>(&bytes)
+            .ok()
+            .and_then(|m| m["mediaType"].as_str().map(str::to_owned));
+        if let Some(kind) = media_type.filter(|t| t == OCI_INDEX || t == DOCKER_LIST) {
+            return Err(self.refused(format!(
+                "it is a multi-platform index (`{kind}`), not a guard: a guard is one manifest with one `application/wasm` layer; pull the guard's own manifest by its digest (`oci://…@sha256:…`), or push the guard as a single manifest"
             )));
         }
         let digest = digest_of(&bytes);
