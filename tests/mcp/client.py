@@ -199,7 +199,26 @@ async def ask(code, command):
         return {"deploy": await call(client, "deploy", {"target": "prod"})}
 
 
-SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash, eras, old_server, ask]}
+async def docs(_, command):
+    """What a client reads besides tools: a resource and a prompt, each as
+    the text the client gets, or the error it gets instead."""
+    out = {}
+    async with connect(command) as (r, w), ClientSession(r, w) as s:
+        await s.initialize()
+        try:
+            read = await s.read_resource("config://deploy")
+            out["resource"] = "\n".join(getattr(c, "text", "") for c in read.contents)
+        except MCPError as e:
+            out["resource_error"] = e.error.message
+        try:
+            prompt = await s.get_prompt("deploy", {"target": "prod"})
+            out["prompt"] = "\n".join(getattr(m.content, "text", "") for m in prompt.messages)
+        except MCPError as e:
+            out["prompt_error"] = e.error.message
+    return out
+
+
+SCENARIOS = {f.__name__: f for f in [filesystem, everything, loop, echo, crash, eras, old_server, ask, docs]}
 
 
 def main():

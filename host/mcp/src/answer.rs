@@ -134,7 +134,7 @@ fn stopped(id: &RawValue, stop: &Stopped) -> String {
 }
 
 /// Why a run's message is refused: the failure, or who ended the run.
-fn stop_text(stop: &Stopped) -> String {
+pub(crate) fn stop_text(stop: &Stopped) -> String {
     let what = match stop {
         Stopped::FailedClosed(failure) => failure.to_string(),
         Stopped::Terminated { plugin, reason, .. } => {

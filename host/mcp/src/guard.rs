@@ -6,7 +6,7 @@
 use std::sync::atomic::Ordering;
 
 use hookbox::{ToolError, ToolErrorKind, ToolOutcome};
-use hookbox_adapter::verdict::Call;
+use hookbox_adapter::verdict::{Call, Reading};
 use hookbox_adapter::{Args, ToolUse};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::answer::{self, Answered, CallAnswer};
 use crate::bridge::Toward;
 use crate::message::{self, Envelope, Era, code, id_key};
-use crate::session::{Error, Outstanding, Pending, Session, send};
+use crate::session::{Error, Guarded, Outstanding, Pending, Session, send};
 
 /// A `tools/call`: a `tool-call` event; forwarded (as decided), answered
 /// here, or refused.
@@ -127,6 +127,99 @@ pub(crate) async fn tool_call(
             internal_id,
             args: forward_args,
             era,
+            kind: Guarded::Tool,
+        }),
+    );
+    send(to_server, outgoing).await
+}
+
+/// What a client reads besides tools, each guarded as a tool named by its
+/// method: the request is a `tool-call` (its params, without `_meta`, as
+/// the arguments: a resource's `uri`, a prompt's `name` and `arguments`),
+/// its result a `tool-result` whose rewrite keeps the result's structure
+/// (a resource's `contents`, a prompt's `messages`). `subscriptions/listen`
+/// is asked as a call (what it later names is read through
+/// `resources/read`, guarded here).
+pub(crate) const READS: [&str; 3] = ["resources/read", "prompts/get", "subscriptions/listen"];
+
+/// A client's request as read.
+pub(crate) struct Asked<'a> {
+    pub(crate) method: &'a str,
+    pub(crate) params: Option<serde_json::Map<String, Value>>,
+    pub(crate) id: &'a RawValue,
+    pub(crate) line: &'a str,
+}
+
+/// One of [`READS`]: a `tool-call` event; forwarded (its params as
+/// decided), or refused with the guard's reason.
+pub(crate) async fn read(
+    session: &Session,
+    asked: Asked<'_>,
+    toward: &Toward,
+    to_client: &mpsc::Sender<String>,
+    to_server: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    let Asked {
+        method,
+        params,
+        id,
+        line,
+    } = asked;
+    let key = id_key(id);
+    let refuse = |why: &str| {
+        session.answered_here(key.clone());
+        message::error(Some(id), code::REFUSED, why)
+    };
+    let era = params.as_ref().map_or(Era::Handshake, Era::of_request);
+    let mut args = params.unwrap_or_default();
+    let meta = args.remove("_meta");
+    let internal_id = format!("mcp-{}", session.calls.fetch_add(1, Ordering::Relaxed));
+    let call = ToolUse::new(method, Args::Json(Value::Object(args)), Some(key.clone()))
+        .internal(&internal_id);
+    let verdict = session
+        .door
+        .ask_tool_call(None, call, session.asking())
+        .await
+        .unwrap_or_else(Call::Stop);
+    let forward_args = match verdict {
+        Call::Run { args, .. } => args,
+        Call::Skip { reason, by, .. } => {
+            return send(to_client, refuse(&format!("hookbox: `{by}`: {reason}"))).await;
+        }
+        Call::Refuse { why, .. } => {
+            return send(to_client, refuse(&format!("hookbox: {why}"))).await;
+        }
+        Call::Stop(stop) => return send(to_client, refuse(&answer::stop_text(&stop))).await,
+    };
+    // The server gets the params the guards saw (or wrote), with the
+    // request's own `_meta`.
+    let outgoing = serde_json::from_str::<Value>(line)
+        .ok()
+        .zip(serde_json::from_str::<serde_json::Map<String, Value>>(&forward_args).ok())
+        .and_then(|(mut message, mut params)| {
+            if let Some(meta) = meta {
+                params.insert("_meta".into(), meta);
+            }
+            toward.params(&mut params);
+            message
+                .as_object_mut()?
+                .insert("params".into(), Value::Object(params));
+            Some(message.to_string())
+        });
+    let Some(outgoing) = outgoing else {
+        let why = format!("hookbox: the {method} request could not be read in full; refused");
+        return send(to_client, refuse(&why)).await;
+    };
+    let complete = matches!(toward, Toward::HandshakeServer);
+    session.outstanding().insert(
+        key,
+        Outstanding::Call(Pending {
+            tool_name: method.to_owned(),
+            call_id: id.get().to_owned(),
+            internal_id,
+            args: forward_args,
+            era,
+            kind: Guarded::Read { complete },
         }),
     );
     send(to_server, outgoing).await
@@ -178,6 +271,9 @@ pub(crate) async fn tool_result(
 ) -> Result<(), Error> {
     let id = RawValue::from_string(pending.call_id.clone())
         .map_err(|_| Error::Upstream("a call id that cannot be written back".into()))?;
+    if let Guarded::Read { complete } = pending.kind {
+        return read_result(session, envelope, (pending, complete), &id, to_client).await;
+    }
     let era = pending.era;
     let read = |raw: &RawValue| match serde_json::from_str::<Value>(raw.get()) {
         Ok(Value::Object(object)) => Ok(Value::Object(object)),
@@ -242,6 +338,68 @@ pub(crate) async fn tool_result(
         .ask_tool_result(None, call, &returned, outcome, session.asking())
         .await;
     let line = answer::result(reading, answered, &id);
+    send(to_client, line).await
+}
+
+/// The response to a read ([`READS`]): its result a `tool-result` event
+/// read as the JSON it is, so a rewrite comes back in the result's own
+/// structure (or the structure withheld); an error's text likewise, the
+/// error staying one.
+async fn read_result(
+    session: &Session,
+    envelope: &Envelope<'_>,
+    (pending, complete): (Pending, bool),
+    id: &RawValue,
+    to_client: &mpsc::Sender<String>,
+) -> Result<(), Error> {
+    let method = pending.tool_name.clone();
+    let object = |raw: &RawValue| match serde_json::from_str::<Value>(raw.get()) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        _ => Err(Error::Upstream(format!(
+            "the response to {method} {} is not an object hookbox can read in full",
+            id.get()
+        ))),
+    };
+    let (returned, failed) = match (envelope.result, envelope.error) {
+        (Some(result), None) => (object(result)?, false),
+        (None, Some(error)) => (object(error)?, true),
+        _ => {
+            return Err(Error::Upstream(format!(
+                "the response to {method} {} has both a result and an error, or neither",
+                id.get()
+            )));
+        }
+    };
+    let outcome = if failed {
+        ToolOutcome::Error(ToolError {
+            kind: ToolErrorKind::Other,
+            message: returned["message"].as_str().unwrap_or("").to_owned(),
+        })
+    } else {
+        ToolOutcome::Success
+    };
+    let call = ToolUse::new(pending.tool_name, pending.args, Some(id_key(id)))
+        .internal(pending.internal_id);
+    let reading = session
+        .door
+        .ask_tool_result(None, call, &returned, outcome, session.asking())
+        .await;
+    let mut seen = match reading {
+        Err(stop) => {
+            let line = message::error(Some(id), code::REFUSED, &answer::stop_text(&stop));
+            return send(to_client, line).await;
+        }
+        Ok(Reading::Keep) => returned,
+        Ok(Reading::Replace { with, .. }) => with,
+    };
+    let line = if failed {
+        message::error_object(id, seen)
+    } else {
+        if complete {
+            crate::bridge::complete(&mut seen, &method);
+        }
+        message::response(id, &seen)
+    };
     send(to_client, line).await
 }
 

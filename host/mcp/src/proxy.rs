@@ -19,10 +19,10 @@ use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::bridge::{self, Toward, Upstream};
-use crate::guard::{tool_call, tool_result};
+use crate::guard::{self, tool_call, tool_result};
 use crate::lines::{LineReader, Read};
 use crate::message::{self, Envelope, Era, Line, code, id_key};
-use crate::session::{Error, Outstanding, Pending, Session, remember, send};
+use crate::session::{Error, Guarded, Outstanding, Pending, Session, remember, send};
 
 /// How a session is guarded.
 #[derive(Clone, Debug)]
@@ -363,7 +363,8 @@ async fn client_message(
     // `_meta` (a call's is taken off as it is rebuilt), and its results are
     // completed for the client; a reversed one gets each request with it.
     let first_initialize = matches!(route, Route::FirstInitialize);
-    let params = (!matches!(route, Route::Plain) || method == "tools/call")
+    let guarded_read = guard::READS.contains(&method);
+    let params = (!matches!(route, Route::Plain) || method == "tools/call" || guarded_read)
         .then(|| params_of(envelope))
         .flatten();
     let toward = match route {
@@ -380,6 +381,15 @@ async fn client_message(
     let complete = matches!(toward, Toward::HandshakeServer);
     if method == "tools/call" {
         return tool_call(session, params, id, line, &toward, to_client, to_server).await;
+    }
+    if guarded_read {
+        let asked = guard::Asked {
+            method,
+            params,
+            id,
+            line,
+        };
+        return guard::read(session, asked, &toward, to_client, to_server).await;
     }
     let line = toward.line(line);
     match method {
@@ -637,6 +647,7 @@ async fn server_message(
                     internal_id: String::new(),
                     args: String::new(),
                     era,
+                    kind: Guarded::Tool,
                 };
                 session
                     .outstanding()

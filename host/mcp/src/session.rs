@@ -61,14 +61,32 @@ pub(crate) enum Outstanding {
     },
 }
 
-/// A `tools/call` forwarded to the server, waiting for its result.
+/// A `tools/call` (or a read guarded as one) forwarded to the server,
+/// waiting for its result.
 pub(crate) struct Pending {
+    /// The tool; for a read, its method.
     pub(crate) tool_name: String,
     pub(crate) call_id: String,
     pub(crate) internal_id: String,
     pub(crate) args: String,
     /// The call's revision: what a result the proxy writes must carry.
     pub(crate) era: Era,
+    /// A tool's call, or a read guarded as one.
+    pub(crate) kind: Guarded,
+}
+
+/// What a forwarded request guarded as a tool call is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Guarded {
+    /// A `tools/call`.
+    Tool,
+    /// A read ([`crate::guard::READS`]): its result keeps its own
+    /// structure, completed for a bridged 2026-07-28 client when
+    /// `complete`.
+    Read {
+        /// Whether the result is completed for a bridged client.
+        complete: bool,
+    },
 }
 
 /// Ids of calls the proxy answered itself, so their cancellations are not
