@@ -121,8 +121,12 @@ fn claude_code_never_fails_open() {
     ]);
 }
 
+/// A step Claude Code cannot refuse (`PostToolUseFailure`, whose error text
+/// may hold a secret no guard has read) is not waved through when the
+/// session's state is unavailable: it is Claude's stop, as a guard's
+/// rewrite of it would be.
 #[test]
-fn a_claude_code_step_that_cannot_be_blocked_gets_no_opinion_when_its_state_is_unavailable() {
+fn a_claude_code_step_that_cannot_be_refused_is_claude_s_stop_when_its_state_is_unavailable() {
     let input = json!({"session_id": "s", "transcript_path": "/t", "cwd": "/w", "tool_name": "Bash",
                        "tool_input": {"command": "ls"}, "tool_use_id": "t",
                        "hook_event_name": "PostToolUseFailure", "error": "exit 1"});
@@ -130,8 +134,14 @@ fn a_claude_code_step_that_cannot_be_blocked_gets_no_opinion_when_its_state_is_u
         Err(Unasked::NoState("session state in redis://x: down".into()))
     });
     assert_eq!(reply.exit_code, 0);
-    assert_eq!(reply.stdout, Reply::no_opinion().stdout, "{reply:?}");
-    assert!(reply.stderr.unwrap().contains("redis://x: down"));
+    let answer = reply.stdout.expect("an answer, not silence");
+    assert_eq!(answer["continue"], false, "{answer}");
+    assert!(
+        answer["stopReason"]
+            .as_str()
+            .unwrap()
+            .contains("redis://x: down")
+    );
 }
 
 #[test]

@@ -338,16 +338,25 @@ fn what_is_not_a_tool_call_passes_through_and_still_works() {
 fn resources_and_prompts_are_guarded_as_tools_are() {
     let Some(mcp) = installed() else { return };
     let python = mcp.join("venv/bin/python").display().to_string();
-    let server = repo().join("tests/mcp/docs_server.py").display().to_string();
+    let server = repo()
+        .join("tests/mcp/docs_server.py")
+        .display()
+        .to_string();
     let plugins = plugin_dir("docs", &filesystem_manifest(Path::new("/nowhere")));
     let saw = client(mcp, "docs", "", &proxy(&plugins, &[], &[&python, &server]));
     let token = ["ghp_", "16C7e42F292c6912E7710c838347Ae178B4a"].concat();
-    for (what, kept) in [("resource", "region = eu-west-1"), ("prompt", "Deploy prod")] {
+    for (what, kept) in [
+        ("resource", "region = eu-west-1"),
+        ("prompt", "Deploy prod"),
+    ] {
         let text = saw[what]
             .as_str()
             .unwrap_or_else(|| panic!("{what}: {saw}"));
         assert!(!text.contains(&token), "{what}: {text}");
-        assert!(text.contains("REDACTED") && text.contains(kept), "{what}: {text}");
+        assert!(
+            text.contains("REDACTED") && text.contains(kept),
+            "{what}: {text}"
+        );
     }
 
     let denying = plugin_dir(
@@ -357,7 +366,10 @@ fn resources_and_prompts_are_guarded_as_tools_are() {
     let saw = client(mcp, "docs", "", &proxy(&denying, &[], &[&python, &server]));
     let refused = saw["resource_error"].as_str().unwrap_or_default();
     assert!(refused.contains("deny-tools"), "{saw}");
-    assert!(saw["prompt"].as_str().is_some_and(|p| p.contains(&token)), "{saw}");
+    assert!(
+        saw["prompt"].as_str().is_some_and(|p| p.contains(&token)),
+        "{saw}"
+    );
 }
 
 /// Each SDK's `Client` as applications use it (its `auto` mode, and

@@ -121,11 +121,15 @@ impl RedisStore {
                 "{e}; give a URL such as redis://:PASSWORD@HOST:6379/0 or rediss://HOST:6380"
             ),
         };
-        let mut info = redis::IntoConnectionInfo::into_connection_info(url).map_err(not_redis)?;
+        let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(not_redis)?;
+        // No `CLIENT SETINFO` on connecting: its replies are waited for one
+        // deadline each, and ignored; a connection then costs a round trip
+        // only where one is needed (AUTH, SELECT).
+        let mut settings = info.redis_settings().clone().set_skip_set_lib_name();
         if let Some(password) = password {
-            let settings = info.redis_settings().clone().set_password(password);
-            info = info.set_redis_settings(settings);
+            settings = settings.set_password(password);
         }
+        let info = info.set_redis_settings(settings);
         let client = redis::Client::open(info).map_err(not_redis)?;
         let info = client.get_connection_info();
         let scheme = if url.starts_with("rediss://") {
