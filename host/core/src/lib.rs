@@ -90,6 +90,7 @@ pub mod matcher;
 pub mod oci;
 mod plugin;
 pub mod rules;
+mod safe_read;
 mod slots;
 mod stack;
 mod state;

@@ -25,7 +25,7 @@ use super::{
     Descriptor, GuardManifest, ImageManifest, MAX_MANIFEST_BYTES, MAX_SMALL_BLOB_BYTES, Reference,
     digest_of,
 };
-use crate::directory::{Unread, read_regular_within};
+use crate::safe_read::{Unread, read_regular_within};
 
 /// The store's folder inside a plugin directory.
 pub const STORE_DIR: &str = ".oci";
@@ -37,7 +37,7 @@ const MAX_INDEX_BYTES: usize = 4 << 20;
 /// A plugin directory's store of pulled guards.
 ///
 /// Every file of it is read by the plugin directory's own rules
-/// (`crate::directory::read_regular_within`): a regular file only, never
+/// (`crate::safe_read`): a regular file only, never
 /// a FIFO or a device, nothing resolving outside the plugin directory,
 /// bounded before and while reading. A store entry that breaks them fails
 /// the guard that needs it (phase `provenance`), and never holds up a
