@@ -895,32 +895,8 @@ fn a_redis_password_can_stay_off_the_command_line() {
             "permission_mode": "default", "hook_event_name": "PreToolUse",
             "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "t",
         });
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
-        command
-            .args(["hook", "claude-code", "--plugins"])
-            .arg(&dir)
-            .args(["--state", state, "--state-timeout-ms", "500"])
-            .args(extra)
-            .env_remove("HOOKBOX_STATE")
-            .env_remove("HOOKBOX_STATE_PASSWORD")
-            .env("HOOKBOX_LOG", "off")
-            .env("HOOKBOX_CACHE_DIR", "off");
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let args = [&["--state-timeout-ms", "500"][..], extra].concat();
+        let out = hook_on(&dir, state, (&args, env), &input);
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let verdict = if stdout.contains("\"deny\"") {
             "deny"
@@ -970,13 +946,34 @@ fn an_outage_never_lets_through_what_the_normal_path_stops() {
         "tool_name": "Bash", "tool_input": {"command": "deploy"}, "tool_use_id": "t",
         "error": format!("deploy failed: bad credentials GITHUB_TOKEN={secret}"),
     });
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+    let out = hook_on(&dir, &nobody, (&["--state-timeout-ms", "300"], &[]), &input);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answer: Value = serde_json::from_str(&stdout).expect("an answer, not silence");
+    assert_eq!(answer["continue"], false, "{answer}");
+    assert!(!stdout.contains(secret), "{stdout}");
+}
+
+/// `hookbox hook claude-code --plugins DIR --state STATE ARGS...` on
+/// `input`, with `env` (and no state settings of this process's own).
+fn hook_on(
+    dir: &Path,
+    state: &str,
+    (args, env): (&[&str], &[(&str, &str)]),
+    input: &Value,
+) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookbox"));
+    command
         .args(["hook", "claude-code", "--plugins"])
-        .arg(&dir)
-        .args(["--state", &nobody, "--state-timeout-ms", "300"])
+        .arg(dir)
+        .args(["--state", state])
+        .args(args)
         .env_remove("HOOKBOX_STATE")
+        .env_remove("HOOKBOX_STATE_PASSWORD")
         .env("HOOKBOX_LOG", "off")
         .env("HOOKBOX_CACHE_DIR", "off")
+        .envs(env.iter().copied());
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -988,10 +985,5 @@ fn an_outage_never_lets_through_what_the_normal_path_stops() {
         .unwrap()
         .write_all(input.to_string().as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let answer: Value = serde_json::from_str(&stdout).expect("an answer, not silence");
-    assert_eq!(answer["continue"], false, "{answer}");
-    assert!(!stdout.contains(secret), "{stdout}");
+    child.wait_with_output().unwrap()
 }
