@@ -266,6 +266,8 @@ fn main() -> Result<()> {
     };
     let redis_store =
         || -> Result<Arc<dyn SessionBackend>> { Ok(Arc::new(RedisStore::open(&redis_url)?)) };
+    // A new Redis is made hookbox's store first (`hookbox state init`).
+    RedisStore::open(&redis_url)?.init()?;
     let files = SessionStore::open(&scratch.join("sessions"))?;
     let plain = start(None)?;
     let with_files = start(Some(Arc::new(files)))?;

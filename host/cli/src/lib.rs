@@ -118,6 +118,11 @@ enum Command {
     Push(registry::PushArgs),
     /// Replay events (JSON lines) through a stack; print the net flow of each.
     Replay(replay::ReplayArgs),
+    /// Agents' session state: `hookbox state init --state redis://...`
+    /// marks a Redis as hookbox's (once, and again after it lost its data:
+    /// until then no session is taken, none starts again from nothing
+    /// unnoticed).
+    State(state::StateCommandArgs),
 }
 
 impl Command {
@@ -137,6 +142,7 @@ impl Command {
             Command::Pull(args) => args.execute(),
             Command::Push(args) => args.execute(),
             Command::Replay(args) => args.execute(),
+            Command::State(args) => args.execute(),
         }
     }
 }

@@ -4,8 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use std::process::ExitCode;
+
 use anyhow::{Context, Result};
 use hookbox_agents::{RedisStore, SessionBackend, SessionStore};
+
+use crate::terminal::say;
 
 #[derive(clap::Args, Clone, Debug)]
 pub(crate) struct StateArgs {
@@ -112,4 +116,44 @@ fn on_the_command_line(url: &str) -> bool {
         .map(|(userinfo, _)| userinfo);
     let has_password = userinfo.is_some_and(|u| u.contains(':') && !u.ends_with(':'));
     has_password && !from_env
+}
+
+/// `hookbox state`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct StateCommandArgs {
+    #[command(subcommand)]
+    command: StateCommand,
+}
+
+#[derive(clap::Subcommand)]
+enum StateCommand {
+    /// Marks the Redis `--state` names as hookbox's session store (its
+    /// epoch), unless it is already: a store without it takes no session.
+    /// Run it once for a new store, and after a store lost its data (with
+    /// persistence on), which restarts every session's state from nothing.
+    Init {
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+impl StateCommandArgs {
+    pub(crate) fn execute(self) -> Result<ExitCode> {
+        let StateCommand::Init { state } = self.command;
+        let url = state
+            .state
+            .as_deref()
+            .filter(|url| url.starts_with("redis://") || url.starts_with("rediss://"))
+            .context("hookbox state init works on a Redis store: give --state redis://... (or $HOOKBOX_STATE); a directory needs no init")?;
+        let password = state.password()?;
+        let store = RedisStore::open_with(url, password.as_deref())?
+            .with_timeout(Duration::from_millis(state.state_timeout_ms.max(1)));
+        let place = store.describe();
+        if store.init()? {
+            say!("initialized {place}: sessions are taken from now on");
+        } else {
+            say!("{place} is initialized already; nothing changed");
+        }
+        Ok(ExitCode::SUCCESS)
+    }
 }

@@ -94,8 +94,11 @@ struct Redis {
 }
 
 impl Redis {
+    /// A new Redis, made hookbox's session store (`hookbox state init`).
     fn start(label: &str) -> Redis {
-        Redis::start_with(label, free_port(), &[])
+        let redis = Redis::start_with(label, free_port(), &[]);
+        state_init(&redis.url(), &[]);
+        redis
     }
 
     fn start_with(label: &str, port: u16, extra: &[&str]) -> Redis {
@@ -831,6 +834,10 @@ fn tls_and_a_password_from_the_url_and_a_wrong_password_blocks() {
             "a-long-redis-password",
         ],
     );
+    state_init(
+        &format!("rediss://:a-long-redis-password@127.0.0.1:{tls_port}"),
+        &[("SSL_CERT_FILE", ca.as_str())],
+    );
     let plugins = budget_dir("tls", 1);
     let start = |password: &str| {
         let port = free_port();
@@ -884,6 +891,10 @@ fn a_redis_password_can_stay_off_the_command_line() {
         "password",
         free_port(),
         &["--requirepass", "a-long-redis-password"],
+    );
+    state_init(
+        &redis.url(),
+        &[("HOOKBOX_STATE_PASSWORD", "a-long-redis-password")],
     );
     let dir = budget_dir("password", 1);
     let secrets = fresh("password-file");
@@ -986,4 +997,61 @@ fn hook_on(
         .write_all(input.to_string().as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+/// `hookbox state init --state URL`, with `env`: it succeeds.
+fn state_init(url: &str, env: &[(&str, &str)]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_hookbox"))
+        .args(["state", "init", "--state", url])
+        .env_remove("HOOKBOX_STATE")
+        .env_remove("HOOKBOX_STATE_PASSWORD")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "hookbox state init: {said}");
+    said
+}
+
+/// Redis restarted without its data: a session would start its budget
+/// again from nothing. The store's epoch is gone with the data, so every
+/// session is refused (the agent's block, saying why) until an operator
+/// runs `hookbox state init`, which then starts them anew, knowingly.
+#[test]
+fn a_store_that_lost_its_data_takes_no_session_until_an_operator_says_so() {
+    if !available() {
+        return;
+    }
+    let mut redis = Redis::start("lost");
+    let dir = budget_dir("lost", 2);
+    let serve = Serve::start("lost", &dir, &redis.url());
+    assert_eq!(decision(serve.port, "s"), "allow");
+    assert_eq!(decision(serve.port, "s"), "allow");
+    assert_eq!(decision(serve.port, "s"), "deny", "over budget");
+
+    // Restarted empty (no dump: the data is lost).
+    if let Some(mut process) = redis.process.take() {
+        let _ = process.0.kill();
+        let _ = process.0.wait();
+    }
+    let _ = std::fs::remove_dir_all(&redis.dir);
+    std::fs::create_dir_all(&redis.dir).unwrap();
+    redis.run();
+    let (denied, reason) = pre_tool_use(serve.port, "s");
+    assert_eq!(denied, "deny", "not a budget started again: {reason}");
+    assert!(reason.contains("hookbox state init"), "{reason}");
+    assert_eq!(decision(serve.port, "another"), "deny", "no session at all");
+
+    let said = state_init(&redis.url(), &[]);
+    assert!(said.contains("initialized"), "{said}");
+    assert!(state_init(&redis.url(), &[]).contains("already"));
+    assert_eq!(
+        decision(serve.port, "s"),
+        "allow",
+        "started anew, knowingly"
+    );
 }

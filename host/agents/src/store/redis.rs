@@ -60,6 +60,10 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+/// The key whose presence says the store still holds what hookbox wrote
+/// ([`RedisStore::init`]).
+pub const EPOCH_KEY: &str = "hookbox:epoch";
+
 const TAKE: &str = r"
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) or redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, redis.call('GET', KEYS[2])}
@@ -190,6 +194,42 @@ impl RedisStore {
         }
     }
 
+    /// Marks the store as hookbox's, with an epoch of its own, unless it
+    /// has one: `true` when this made it. A store without one takes no
+    /// new session ([`SessionBackend::lock`] refuses), so that one which
+    /// lost its data (restarted without persistence, flushed, its keys
+    /// evicted) never starts its sessions again from nothing unnoticed.
+    ///
+    /// # Errors
+    /// [`StoreError`] when Redis cannot be reached.
+    pub fn init(&self) -> Result<bool, StoreError> {
+        let token = token().ok_or_else(|| {
+            self.inner
+                .failure("the system has no randomness for an epoch; retry later".into())
+        })?;
+        let set: Value = self.inner.call(|con| {
+            redis::cmd("SET")
+                .arg(EPOCH_KEY)
+                .arg(&token)
+                .arg("NX")
+                .query(con)
+        })?;
+        Ok(matches!(set, Value::Okay))
+    }
+
+    /// That the store has its epoch ([`RedisStore::init`]).
+    fn epoch(&self) -> Result<(), StoreError> {
+        let epoch: Value = self
+            .inner
+            .call(|con| redis::cmd("GET").arg(EPOCH_KEY).query(con))?;
+        match epoch {
+            Value::BulkString(_) => Ok(()),
+            _ => Err(self.inner.failure(format!(
+                "it holds no hookbox epoch ({EPOCH_KEY}): it is new, or it lost its data (a restart without persistence, a flush, an eviction), and every session would start again from nothing. No session is taken until an operator runs `hookbox state init --state URL` (with persistence on: appendonly yes, maxmemory-policy noeviction)"
+            ))),
+        }
+    }
+
     /// Asks the server for `PONG`, within the deadline.
     ///
     /// # Errors
@@ -314,9 +354,12 @@ impl SessionBackend for RedisStore {
             let held_for = match answer {
                 Value::Array(parts) => match parts.as_slice() {
                     [Value::Int(1), Value::Nil] => {
-                        return Ok(Box::new(RedisHold::new(
-                            self, state_key, lock_key, token, None,
-                        )));
+                        let hold = RedisHold::new(self, state_key, lock_key, token, None);
+                        // A session with no state: new, or lost with the
+                        // store's data. The epoch tells (dropping the hold
+                        // gives the session back).
+                        self.epoch()?;
+                        return Ok(Box::new(hold));
                     }
                     [Value::Int(1), Value::BulkString(bytes)] => {
                         let read = Some(bytes.clone());
