@@ -360,6 +360,36 @@ mod tests {
         );
     }
 
+    /// A signature manifest of many layers naming one payload (646 KB of
+    /// it made a pull use a gigabyte) costs one read of the payload; past
+    /// [`MAX_SIGNATURES`] distinct signatures it is refused.
+    #[test]
+    fn a_signature_manifest_is_read_for_a_bounded_number_of_distinct_signatures() {
+        let layer = |digest: &str, signature: &str| super::super::Descriptor {
+            media_type: SIMPLE_SIGNING_MEDIA_TYPE.into(),
+            digest: digest.into(),
+            size: 10,
+            annotations: [(SIGNATURE_ANNOTATION.to_owned(), signature.to_owned())].into(),
+        };
+        let manifest = |layers: Vec<super::super::Descriptor>| super::super::ImageManifest {
+            schema_version: 2,
+            media_type: None,
+            config: layer(DIGEST, ""),
+            layers,
+        };
+        let repeated = manifest(vec![layer(DIGEST, "c2ln"); 20_000]);
+        assert_eq!(signature_layers(&repeated).unwrap().len(), 1);
+        let many = manifest(
+            (0..=MAX_SIGNATURES)
+                .map(|i| layer(DIGEST, &format!("sig{i}")))
+                .collect(),
+        );
+        let err = signature_layers(&many).unwrap_err();
+        assert!(err.contains("more than 16 signatures"), "{err}");
+        let most = manifest(many.layers[..MAX_SIGNATURES].to_vec());
+        assert_eq!(signature_layers(&most).unwrap().len(), MAX_SIGNATURES);
+    }
+
     #[test]
     fn a_key_that_is_not_a_p256_public_key_is_refused() {
         let err = PublicKey::from_pem(
