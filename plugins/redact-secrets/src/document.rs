@@ -10,6 +10,8 @@
 //! | a member named like a secret (`"password"`, `"api_key"`) | its whole value, whatever its type (a number, an object), as `"[REDACTED]"`; `null`, booleans, empty strings and containers, and placeholders stay |
 //! | a member gitleaks finds a secret in when its name is written beside its value (`"key": "sk-live-..."`, [`scan::is_secret_member`]) | its value, as `"[REDACTED]"` |
 //! | an object member's name with a secret in it, or that looks random ([`scan::looks_random`]) | the name, as `"[REDACTED KEY n]"` (numbered, so names stay distinct) |
+//! | a `value` (`Value`) member after a `name` (`Name`, `key`, `Key`) member naming a secret: a Kubernetes or ECS `env` entry `{"name": "DB_PASSWORD", "value": ...}`, an SSM parameter `{"Name": "/prod/db/password", "Value": ...}` (its path's last part) | the value, as a secret name's |
+//! | an array's string after one that is a flag naming a secret (`["--db-password", "..."]`, a command's argv) | that string |
 
 use std::collections::HashMap;
 
@@ -51,9 +53,28 @@ fn document(text: &str, emails: bool, depth: usize) -> Option<Option<String>> {
     let mut secret_names: HashMap<String, bool> = HashMap::new();
     let mut keyword_names: HashMap<String, bool> = HashMap::new();
     let mut short_values: HashMap<String, Option<String>> = HashMap::new();
+    // A secret's name given as a sibling's value (`"name": "DB_PASSWORD"`)
+    // makes the next `value` member a secret's; a flag naming a secret
+    // in an array makes the next string one.
+    let mut named_by_sibling = false;
+    let mut after_flag = false;
     let out = map_nodes(text, |member, node| {
-        let secret_named =
-            member.is_some_and(|name| remembered(&mut secret_names, name, scan::is_secret_name));
+        let flagged = std::mem::take(&mut after_flag);
+        let valued = member.is_some_and(|name| VALUE_MEMBERS.contains(&name));
+        let by_sibling = valued && std::mem::take(&mut named_by_sibling);
+        if let (Some(name), Node::String(s)) = (member, &node)
+            && NAME_MEMBERS.contains(&name)
+        {
+            named_by_sibling = names_a_secret(s);
+        }
+        if let (None, Node::String(s)) = (member, &node) {
+            after_flag = is_secret_flag(s);
+        }
+        let secret_named = by_sibling
+            || (flagged
+                && member.is_none()
+                && matches!(node, Node::String(s) if !s.starts_with('-')))
+            || member.is_some_and(|name| remembered(&mut secret_names, name, scan::is_secret_name));
         let keyword_named = member
             .is_some_and(|name| remembered(&mut keyword_names, name, scan::may_name_a_secret));
         let new = match node {
@@ -88,6 +109,25 @@ fn document(text: &str, emails: bool, depth: usize) -> Option<Option<String>> {
         new
     })?;
     Some(changed.then_some(out))
+}
+
+/// Members that name what a sibling `value` member holds.
+const NAME_MEMBERS: [&str; 4] = ["name", "Name", "key", "Key"];
+/// Members that hold what a sibling [`NAME_MEMBERS`] member names.
+const VALUE_MEMBERS: [&str; 2] = ["value", "Value"];
+
+/// Whether `name` (an env variable's, a parameter path's last part) names
+/// a secret.
+fn names_a_secret(name: &str) -> bool {
+    let last = name.rsplit(['/', ':']).next().unwrap_or(name);
+    !last.is_empty() && scan::is_secret_name(last)
+}
+
+/// Whether `arg` is a command-line flag naming a secret (`--db-password`,
+/// `-token`), whose value is the next argument.
+fn is_secret_flag(arg: &str) -> bool {
+    let name = arg.strip_prefix("--").or_else(|| arg.strip_prefix('-'));
+    name.is_some_and(|name| !name.contains('=') && scan::is_secret_name(name))
 }
 
 /// `decide(key)`, from `seen` when it was decided before.
@@ -160,6 +200,33 @@ mod tests {
                 r#"{"ghp_R4nd0mT0k3nV4lu3xyzABCDEF01234567890": true, "b": {"glpat-Xk3v9QmZ7rT2wLp8NbYc": 1}}"#
             ),
             r#"{"[REDACTED KEY 1]": true, "b": {"[REDACTED KEY 2]": 1}}"#
+        );
+    }
+
+    /// A secret whose name is a sibling's value, or the flag before it in
+    /// an array: the value goes, its name and everything else stay.
+    #[test]
+    fn a_secret_named_by_a_sibling_or_a_flag_goes() {
+        assert_eq!(
+            redacted(
+                r#"{"env": [{"name": "DB_PASSWORD", "value": "Xk9mQ2vLp8zR4w"}, {"name": "REGION", "value": "eu-west-1"}]}"#
+            ),
+            r#"{"env": [{"name": "DB_PASSWORD", "value": "[REDACTED]"}, {"name": "REGION", "value": "eu-west-1"}]}"#
+        );
+        assert_eq!(
+            redacted(
+                r#"{"Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "Xk9mQ2vLp8zR4w"}}"#
+            ),
+            r#"{"Parameter": {"Name": "/prod/db/password", "Type": "SecureString", "Value": "[REDACTED]"}}"#
+        );
+        assert_eq!(
+            redacted(r#"["mysql", "--db-password", "Xk9mQ2vLp8zR4w", "--host", "db.internal"]"#),
+            r#"["mysql", "--db-password", "[REDACTED]", "--host", "db.internal"]"#
+        );
+        // A flag followed by another flag gives nothing away.
+        assert_eq!(
+            redacted(r#"["tool", "--token", "--verbose", "x"]"#),
+            r#"["tool", "--token", "--verbose", "x"]"#
         );
     }
 

@@ -7,6 +7,7 @@
 //! | `NAME=value`, `NAME := value`, `NAME => value` (NAME quoted or not) | the value |
 //! | `"NAME": value`, `'NAME': value` (JSON or a dict inside text) | the value |
 //! | `NAME: value` at the start of a line (YAML, a header, `.env`) | the value |
+//! | `name: NAME` and then `value: value` on the next line (a YAML `env` entry) | the value |
 //! | `--NAME value`, `--NAME=value`, `-NAME value` (a command line) | the value |
 //! | `Bearer TOKEN`, `Authorization: [Basic \| Token \| Digest] TOKEN` | the token |
 //! | `scheme://user:PASSWORD@host`, `scheme://:PASSWORD@host` | the password (after no user, not a word in capitals: a placeholder) |
@@ -93,6 +94,10 @@ fn shapes() -> &'static [Regex] {
             format!(r#"(?:^|[^A-Za-z0-9_.-])["']?{name}["']?[ \t]*(?:=|:=|=>|\?=)[ \t]*{VALUE}"#),
             format!(r#"["']{name}["'][ \t]*:[ \t]*{VALUE}"#),
             format!(r"(?m)^[ \t]*(?:-[ \t]+)?{name}[ \t]*:[ \t]+{VALUE}"),
+            // A YAML `env` entry: the secret's name, then its value.
+            format!(
+                r#"(?m)^[ \t]*(?:-[ \t]+)?name[ \t]*:[ \t]*["']?{name}["']?[ \t]*\r?\n[ \t]*value[ \t]*:[ \t]+{VALUE}"#
+            ),
             format!(r#"(?:^|[\s"'=])--?{name}(?:=|[ \t]+){FLAG_VALUE}"#),
             r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)".to_owned(),
             r#"(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|token|digest|bearer)[ \t]+)?(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"#.to_owned(),
@@ -462,6 +467,16 @@ mod tests {
         assert_eq!(
             redacted("x-api-key: abc123\n  - password: p4ss\nReset your password: use the link"),
             "x-api-key: [REDACTED]\n  - password: [REDACTED]\nReset your password: use the link"
+        );
+    }
+
+    #[test]
+    fn a_yaml_env_entry_naming_a_secret_loses_its_value() {
+        assert_eq!(
+            redacted(
+                "env:\n  - name: DB_PASSWORD\n    value: Xk9mQ2vLp8zR4w\n  - name: REGION\n    value: eu-west-1\n  - name: \"API_TOKEN\"\n    value: \"t-9Qx\""
+            ),
+            "env:\n  - name: DB_PASSWORD\n    value: [REDACTED]\n  - name: REGION\n    value: eu-west-1\n  - name: \"API_TOKEN\"\n    value: \"[REDACTED]\""
         );
     }
 
