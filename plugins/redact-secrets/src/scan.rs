@@ -12,6 +12,7 @@
 //! | `Bearer TOKEN`, `Authorization: [Basic \| Token \| Digest] TOKEN` | the token |
 //! | `scheme://user:PASSWORD@host`, `scheme://:PASSWORD@host` | the password (after no user, not a word in capitals: a placeholder) |
 //! | `-----BEGIN ... PRIVATE KEY-----` to its `-----END ...-----` (or the end) | the block, `[REDACTED PRIVATE KEY]` |
+//! | a PEM private key in base64 (`client-key-data`, `tls.key`) | the run, `[REDACTED PRIVATE KEY]` |
 //! | `local@domain.tld`, with `emails` on | `[REDACTED EMAIL]` |
 //!
 //! where NAME ends with a secret word ([`SECRET_NAME`]: `DB_PASSWORD`,
@@ -240,6 +241,7 @@ pub(crate) fn redact(text: &str, emails: bool) -> Option<String> {
     let (shapes, key_blocks) = triggers(text);
     if key_blocks {
         private_keys(text, &mut found);
+        encoded_private_keys(text, &mut found);
     }
     rules::find(text, &mut found);
     if shapes {
@@ -271,12 +273,12 @@ fn triggers(text: &str) -> (bool, bool) {
     let words = WORDS.get_or_init(|| {
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(WORDS_OF_SHAPES.iter().chain(&["-----begin"]))
+            .build(WORDS_OF_SHAPES.iter().chain(&["-----begin", ENCODED_BEGIN]))
             .expect("the words build an automaton")
     });
     let (mut shapes, mut key_blocks) = (false, false);
     for hit in words.find_iter(text) {
-        if hit.pattern().as_usize() == WORDS_OF_SHAPES.len() {
+        if hit.pattern().as_usize() >= WORDS_OF_SHAPES.len() {
             key_blocks = true;
         } else {
             shapes = true;
@@ -334,6 +336,59 @@ fn is_capitals(word: &[u8]) -> bool {
         && word
             .iter()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+}
+
+/// `-----BEGIN` in base64, as every base64 of a PEM block starts.
+const ENCODED_BEGIN: &str = "LS0tLS1CRUdJTi";
+
+/// PEM private keys in base64 (a kubeconfig's `client-key-data`, a TLS
+/// Secret's `tls.key`): each run of base64 that starts as `-----BEGIN`
+/// does and decodes to a private key's header, whole. gitleaks' generic
+/// rule finds these and then drops them: its stopwords include `crud`,
+/// which the lower-cased base64 of `-----BEGIN` holds.
+fn encoded_private_keys(text: &str, found: &mut Vec<Found>) {
+    let bytes = text.as_bytes();
+    let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
+    let mut from = 0;
+    while let Some(at) = find(&bytes[from..], ENCODED_BEGIN.as_bytes()) {
+        let start = from + at;
+        let end = start + bytes[start..].iter().take_while(|b| base64(b)).count();
+        // The header is in the first 100 characters (75 bytes).
+        let head = decode_base64(&bytes[start..end.min(start + 100)]);
+        if find(&head, b"PRIVATE KEY").is_some() {
+            found.push(Found {
+                span: (start, end),
+                kind: Kind::PrivateKey,
+            });
+        }
+        from = end.max(start + 1);
+    }
+}
+
+/// Standard base64 `encoded` decoded as far as it is whole quartets of the
+/// alphabet (padding and anything after it ignored).
+fn decode_base64(encoded: &[u8]) -> Vec<u8> {
+    let value = |b: u8| match b {
+        b'A'..=b'Z' => Some(b - b'A'),
+        b'a'..=b'z' => Some(b - b'a' + 26),
+        b'0'..=b'9' => Some(b - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(encoded.len() / 4 * 3);
+    for quartet in encoded.as_chunks::<4>().0 {
+        let Some(sextets) = quartet
+            .iter()
+            .map(|&b| value(b))
+            .collect::<Option<Vec<u8>>>()
+        else {
+            break;
+        };
+        let n = sextets.iter().fold(0u32, |n, &s| (n << 6) | u32::from(s));
+        out.extend_from_slice(&n.to_be_bytes()[1..]);
+    }
+    out
 }
 
 fn private_keys(text: &str, found: &mut Vec<Found>) {
@@ -468,6 +523,43 @@ mod tests {
             redacted("x-api-key: abc123\n  - password: p4ss\nReset your password: use the link"),
             "x-api-key: [REDACTED]\n  - password: [REDACTED]\nReset your password: use the link"
         );
+    }
+
+    /// A PEM private key in base64, as a kubeconfig or a TLS Secret holds
+    /// it, goes whole; a base64 certificate (no private key) stays.
+    #[test]
+    fn a_private_key_in_base64_goes_whole() {
+        let encode = |text: &str| {
+            const ALPHABET: &[u8] =
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            let mut out = String::new();
+            for chunk in text.as_bytes().chunks(3) {
+                let mut n = [0u8; 3];
+                n[..chunk.len()].copy_from_slice(chunk);
+                let v = u32::from_be_bytes([0, n[0], n[1], n[2]]);
+                for i in 0..=chunk.len() {
+                    out.push(ALPHABET[(v >> (18 - 6 * i) & 63) as usize] as char);
+                }
+                out.extend(std::iter::repeat_n('=', 3 - chunk.len()));
+            }
+            out
+        };
+        let key = encode(
+            "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIBkg4LVWM9nuwNSk3yByxZpYRTBnVJk5oOmlVxuoXjf4oAoGCCqGSM49\n-----END EC PRIVATE KEY-----\n",
+        );
+        let certificate = encode(
+            "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUX\n-----END CERTIFICATE-----\n",
+        );
+        let kubeconfig = format!(
+            "users:\n- name: admin\n  user:\n    client-certificate-data: {certificate}\n    client-key-data: {key}\n"
+        );
+        let out = redacted(&kubeconfig);
+        assert!(!out.contains(&key), "{out}");
+        assert!(
+            out.contains("client-key-data: [REDACTED PRIVATE KEY]"),
+            "{out}"
+        );
+        assert!(out.contains(&certificate), "{out}");
     }
 
     #[test]
