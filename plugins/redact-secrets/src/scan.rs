@@ -21,7 +21,8 @@
 //! or a run of characters up to a space, a quote or `,;&()[]{}<>`;
 //! placeholders gitleaks' global allowlist lets through (`${VAR}`, `true`,
 //! `null`, `****`) are left alone, as is a bare value that is a program's
-//! (a call, a keyword, a type name: `token: String,`). A URL's user name has
+//! (a call, a keyword, a type name: `token: String,`; a reference to a
+//! variable named like a secret: `password=password`, `opts.Password`). A URL's user name has
 //! no brackets (`scheme://[[USER]:PASSWORD@]HOST` is syntax written out).
 
 use std::sync::OnceLock;
@@ -219,6 +220,9 @@ fn is_code(bytes: &[u8], name_start: usize, value: (usize, usize)) -> bool {
     if matches!(bytes.get(end), Some(b'(' | b'<' | b'[' | b'{')) {
         return true;
     }
+    if names_a_variable(&bytes[start..end]) {
+        return true;
+    }
     if CODE_WORDS.contains(&&bytes[start..end]) || TYPE_WORDS.contains(&&bytes[start..end]) {
         return true;
     }
@@ -232,6 +236,23 @@ fn is_code(bytes: &[u8], name_start: usize, value: (usize, usize)) -> bool {
         .next()
         .unwrap_or_default();
     DECLARATIONS.contains(&last_word)
+}
+
+/// Whether a bare value is a reference to where a secret is kept, not the
+/// secret: an identifier, or a dotted path of them, whose last part names a
+/// secret (`password=password`, `self.token = token`, `Password:
+/// opts.Password,`, `password = var.db_password`, `process.env.API_KEY`).
+fn names_a_variable(value: &[u8]) -> bool {
+    let identifier = |part: &[u8]| {
+        part.first()
+            .is_some_and(|b| b.is_ascii_alphabetic() || matches!(b, b'_' | b'$'))
+            && part
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$'))
+    };
+    let mut parts = value.split(|&b| b == b'.');
+    let last = parts.next_back().unwrap_or_default();
+    parts.all(identifier) && identifier(last) && std::str::from_utf8(last).is_ok_and(is_secret_name)
 }
 
 /// `text` with every secret found in it replaced, or `None` when it has
@@ -560,6 +581,25 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(&certificate), "{out}");
+    }
+
+    /// Source code a model reads and edits keeps its references to where
+    /// a secret is kept; a value that is a secret still goes.
+    #[test]
+    fn a_reference_to_a_secret_s_variable_is_code_not_a_secret() {
+        for line in [
+            "db = connect(host=host, password=password)",
+            "        self.token = token",
+            "\tPassword: opts.Password,",
+            "  password = var.db_password",
+            "const apiKey = process.env.API_KEY;",
+        ] {
+            assert_eq!(redacted(line), line);
+        }
+        assert_eq!(
+            redacted("connect(password=Xk9mQ2vLp8zR4w) DB_PASSWORD=hunter2"),
+            "connect(password=[REDACTED]) DB_PASSWORD=[REDACTED]"
+        );
     }
 
     #[test]
