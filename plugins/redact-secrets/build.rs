@@ -39,6 +39,7 @@ fn main() {
 
     let mut rules = Vec::new();
     let mut keywords_seen: Vec<String> = Vec::new();
+    let mut widened = 0;
     for rule in config
         .get("rules")
         .and_then(Value::as_array)
@@ -50,6 +51,12 @@ fn main() {
             continue;
         };
         let regex = go_to_rust(&regex);
+        let regex = if regex.contains(GITLEAKS_TERMINATOR) {
+            widened += 1;
+            regex.replace(GITLEAKS_TERMINATOR, TERMINATOR)
+        } else {
+            regex
+        };
         check(&id, &regex);
         // Each keyword as its place in KEYWORDS.
         let keywords: Vec<usize> = strings(rule, "keywords")
@@ -89,6 +96,10 @@ fn main() {
             allowlists.join(", ")
         ));
     }
+    assert!(
+        widened > 100,
+        "gitleaks' token terminator is {GITLEAKS_TERMINATOR} in most rules ({widened} here): check TERMINATOR"
+    );
     writeln!(
         out,
         "/// How many rules there are.\npub(crate) const RULE_COUNT: usize = {};\n/// gitleaks' rules that apply to text of no path.\npub(crate) static RULES: [Rule; RULE_COUNT] = [\n    {},\n];",
@@ -105,6 +116,14 @@ fn main() {
     let path = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("gitleaks.rs");
     std::fs::write(path, out).unwrap();
 }
+
+/// gitleaks ends most token rules with the characters it expects after a
+/// token in source: a quote, a backtick, a space, `;`, an escaped line end
+/// or the end. Prose and markup end tokens otherwise (`(TOKEN)`, `TOKEN,`,
+/// `TOKEN.`, `<code>TOKEN</code>`), so here a token ends at any character
+/// no token has: one that is not a letter, a digit or one of `_-+/=`.
+const GITLEAKS_TERMINATOR: &str = r#"(?:[\x60'"\s;]|\\[nr]|$)"#;
+const TERMINATOR: &str = r#"(?:[^0-9A-Za-z_+/=-]|\\[nr]|$)"#;
 
 /// An allowlist, as Rust: what it is checked against, its regexes and
 /// stop words, and whether all of its parts must hold. One that needs a

@@ -91,8 +91,15 @@ fn document(text: &str, emails: bool, depth: usize) -> Option<Option<String>> {
                 Some("[REDACTED]".to_owned())
             }
             Node::Container if secret_named => Some("[REDACTED]".to_owned()),
-            Node::String(s) if secret_named => {
-                (!s.trim().is_empty() && !scan::is_placeholder(s)).then(|| "[REDACTED]".to_owned())
+            Node::String(s) if secret_named => (!s.trim().is_empty()
+                && !scan::is_placeholder(s)
+                && member.is_none_or(|name| scan::may_be_secret(name, s)))
+            .then(|| "[REDACTED]".to_owned()),
+            Node::String(s)
+                if member.is_some_and(is_auth_name)
+                    && scan::is_encoded_credentials(s.as_bytes()) =>
+            {
+                Some("[REDACTED]".to_owned())
             }
             Node::String(s)
                 if keyword_named && member.is_some_and(|name| scan::is_secret_member(name, s)) =>
@@ -120,7 +127,25 @@ const VALUE_MEMBERS: [&str; 2] = ["value", "Value"];
 /// a secret.
 fn names_a_secret(name: &str) -> bool {
     let last = name.rsplit(['/', ':']).next().unwrap_or(name);
-    !last.is_empty() && scan::is_secret_name(last)
+    (!last.is_empty() && scan::is_secret_name(last))
+        || CREDENTIAL_HEADERS
+            .iter()
+            .any(|header| header.eq_ignore_ascii_case(name))
+}
+
+/// HTTP headers whose whole value is a credential, as a HAR file or a
+/// logged request lists them (`{"name": "Cookie", "value": "..."}`).
+const CREDENTIAL_HEADERS: [&str; 4] = [
+    "cookie",
+    "set-cookie",
+    "authorization",
+    "proxy-authorization",
+];
+
+/// A member that holds `user:password` in base64 (a Docker config's
+/// `auth`, `.npmrc`'s `_auth` as JSON).
+fn is_auth_name(name: &str) -> bool {
+    name.len() >= 4 && name[name.len() - 4..].eq_ignore_ascii_case("auth")
 }
 
 /// Whether `arg` is a command-line flag naming a secret (`--db-password`,

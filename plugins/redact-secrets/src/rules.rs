@@ -19,7 +19,6 @@ use crate::scan::{Found, Span};
 
 /// One gitleaks rule.
 pub(crate) struct Rule {
-    #[allow(dead_code)] // named in tests
     pub(crate) id: &'static str,
     regex: &'static str,
     /// Places in [`KEYWORDS`]; none: the rule is tried everywhere.
@@ -144,6 +143,23 @@ fn run(rule: usize, text: &str, (start, end): Span, found: &mut Vec<Found>) {
         };
         if allowed(&GLOBAL, &finding) || r.allowlists.iter().any(|a| allowed(a, &finding)) {
             continue;
+        }
+        // The generic rule's name is one that ends like a secret's and
+        // names none (`nextPageToken=...`).
+        if r.id == "generic-api-key" {
+            let before = &bytes[whole.start()..secret.start()];
+            let operator = |b: &u8| b.is_ascii_whitespace() || b"'\"=:>,|?`".contains(b);
+            let name = &before[..before
+                .iter()
+                .rposition(|b| !operator(b))
+                .map_or(0, |p| p + 1)];
+            let from = name
+                .iter()
+                .rposition(|&b| !(b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')))
+                .map_or(0, |p| p + 1);
+            if std::str::from_utf8(&name[from..]).is_ok_and(crate::scan::names_no_secret) {
+                continue;
+            }
         }
         // Where the trimmed secret lies in the text.
         let from = secret_text.as_ptr() as usize - text.as_ptr() as usize;

@@ -70,7 +70,11 @@ impl Found {
 
 /// Names whose values are secrets: an identifier ending with one of these
 /// words (ASCII case ignored, `-` or `_` or nothing between the parts).
-pub(crate) const SECRET_NAME: &str = r"[A-Za-z0-9_.-]*(?i:secret|password|passwd|token|api[_-]?key|apikey|secret[_-]?key|private[_-]?key|access[_-]?key|auth[_-]?key|credentials?)";
+///
+/// The words are matched with look-alike digits and signs as well
+/// (`PASSW0RD`, `pa55word`, `s3cret`); `pass` and `pwd` count as a word of
+/// their own (`DB_PASS`, `MYSQL_PWD`, `smtpPass`, not `bypass`).
+pub(crate) const SECRET_NAME: &str = r"(?:[A-Za-z0-9_.-]*(?i:s[e3]cr[e3]t|p[a4@][s5$][s5$](?:w[o0]rd|phrase)|passwd|t[o0]k[e3]n|api[_-]?key|apikey|private[_-]?key|access[_-]?key|auth[_-]?key|credentials?)|(?:[A-Za-z0-9_.-]*[_.-])?(?i:pass|pwd)|[A-Za-z0-9_.-]*[a-z0-9](?:Pass|PASS|Pwd|PWD))";
 
 /// Names that end like a secret's but name no secret: pagination and
 /// progress tokens, CSRF tokens, files and URLs of tokens.
@@ -93,7 +97,9 @@ fn shapes() -> &'static [Regex] {
     SHAPES.get_or_init(|| {
         let name = format!("(?P<name>{SECRET_NAME})");
         [
-            format!(r#"(?:^|[^A-Za-z0-9_.-])["']?{name}["']?[ \t]*(?:=|:=|=>|\?=)[ \t]*{VALUE}"#),
+            format!(
+                r#"(?:^|[^A-Za-z0-9_.-])["']?{name}["']?[ \t]*(?P<op>={{1,3}}|:=|=>|\?=)[ \t]*{VALUE}"#
+            ),
             format!(r#"["']{name}["'][ \t]*:[ \t]*{VALUE}"#),
             format!(r"(?m)^[ \t]*(?:-[ \t]+)?{name}[ \t]*:[ \t]+{VALUE}"),
             // A YAML `env` entry: the secret's name, then its value.
@@ -104,11 +110,66 @@ fn shapes() -> &'static [Regex] {
             r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)".to_owned(),
             r#"(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|token|digest|bearer)[ \t]+)?(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"#.to_owned(),
             // A user name has no brackets: `redis://[[USER]:PASSWORD@]HOST`
-            // is a URL's syntax written out, not a URL.
-            r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"'\[\]{}<>]+:(?P<token>[^\s@/"']+)@"#.to_owned(),
+            // is a URL's syntax written out, not a URL. A password runs to
+            // the last `@` before the host (it may hold `/` and `@`), never
+            // into the query.
+            r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"'\[\]{}<>]+:(?P<token>[^\s"'<>?#]+)@[a-z0-9.-]+(?::[0-9]+)?(?:[/?#"'\s<>),;]|$)"#.to_owned(),
             // No user at all, as Redis URLs are written
             // (`redis://:PASSWORD@HOST`).
             r#"(?i)\b[a-z][a-z0-9+.-]*://:(?P<userless>[^\s@/"']+)@"#.to_owned(),
+            // An XML or HTML element named like a secret.
+            format!(r#"<{name}(?:[ \t][^>\n]*)?>(?P<text>[^<\n]+)</"#),
+            // A quoted name and a quoted value as a call's first two arguments
+            // (`define('DB_PASSWORD', '...')`, `config.set("token", "...")`).
+            format!(
+                r#"\([ \t]*["']{name}["'][ \t]*,[ \t]*(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)')"#
+            ),
+            // A flag and its value as two items of a YAML list (`args:`).
+            format!(
+                r#"(?m)^[ \t]*-[ \t]+["']?--?{name}["']?[ \t]*\r?\n[ \t]*-[ \t]+{FLAG_VALUE}"#
+            ),
+            // `.netrc`: `login USER password PASSWORD`, on a line or two.
+            r"\blogin[ \t]+\S+[ \t]+password[ \t]+(?P<token>\S+)".to_owned(),
+            r"(?m)^[ \t]*login[ \t]+\S+[ \t]*\r?\n[ \t]*password[ \t]+(?P<token>\S+)".to_owned(),
+            // A user and password given to curl and its kind.
+            r#"(?:^|[\s"'])(?:-u|--user|--proxy-user)(?:[ \t]+|=)["']?[^\s:"'@]+:(?P<token>[^\s"'@]+)"#.to_owned(),
+            // OpenSSL's pass phrase arguments (`-passin pass:SECRET`).
+            r#"(?:^|\s)-{1,2}pass(?:in|out|word)?[ \t]+pass:(?P<token>[^\s"']+)"#.to_owned(),
+            // keytool's and jarsigner's store and key passwords.
+            format!(r#"(?:^|[\s"'=])-{{1,2}}(?:src|dest)?(?:store|key)pass(?:=|[ \t]+){FLAG_VALUE}"#),
+            // A password given to MySQL's clients (`-pSECRET`) and sshpass.
+            r#"\b(?:mysql|mysqldump|mysqladmin|mysqlsh|mariadb)\b[^\n|;&]*?[ \t]-p(?P<token>[^\s"'-][^\s"']*)"#.to_owned(),
+            r#"\bsshpass[ \t]+(?:-[a-oq-z][ \t]+\S+[ \t]+)*-p[ \t]*(?P<token>[^\s"']+)"#.to_owned(),
+            // Cookies: a Set-Cookie's value, and every value of a Cookie.
+            r#"(?i)\bset-cookie[ \t]*:[ \t]*[^=\s;]+=(?P<token>[^;\s"']+)"#.to_owned(),
+            r#"(?i)(?:^|[\s"'])cookie[ \t]*:[ \t]*(?P<cookies>[^\r\n"']+)"#.to_owned(),
+            // A URL's signature or session token (Azure SAS, S3 and GCS
+            // presigned URLs).
+            r#"(?i)[?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature)=(?P<token>[^&\s"'#]+)"#.to_owned(),
+            // Credentials in base64 under an `auth` name (`.npmrc`'s
+            // `_auth`, a Docker config's `auth`).
+            r#"(?P<auth>[A-Za-z0-9_.-]*(?i:auth))["']?[ \t]*[:=][ \t]*["']?(?P<encoded>[A-Za-z0-9+/]{8,}={0,2})"#.to_owned(),
+        ]
+        .iter()
+        .map(|pattern| ascii(pattern))
+        .collect()
+    })
+}
+
+/// Formats with no word to wait for, tried on every text: tokens gitleaks
+/// finds only beside their service's name though they are their own (a
+/// Telegram bot's, a Discord bot's), and the lines of `.pgpass` and of
+/// password hash files.
+fn formats() -> &'static [Regex] {
+    static FORMATS: OnceLock<Vec<Regex>> = OnceLock::new();
+    FORMATS.get_or_init(|| {
+        [
+            r"(?:^|[^A-Za-z0-9_-])(?P<token>[0-9]{8,10}:AA[A-Za-z0-9_-]{33})(?:[^A-Za-z0-9_-]|$)",
+            // `.pgpass`: `host:port:database:user:password`.
+            r"(?m)^[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<token>\S+)$",
+            // A password's hash after its user (`.htpasswd`, `/etc/shadow`).
+            r"(?m)^[^:\s]+:(?P<token>\$(?:apr1|2[aby]|[156y])\$[^\s:]+)",
+            r"(?:^|[^A-Za-z0-9_.-])(?P<token>[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_.-]|$)",
         ]
         .iter()
         .map(|pattern| ascii(pattern))
@@ -125,14 +186,17 @@ fn ascii(pattern: &str) -> Regex {
 
 /// Whether `name` (a JSON member's, say) is a secret's name.
 pub(crate) fn is_secret_name(name: &str) -> bool {
-    static NAMES: OnceLock<(Regex, Regex)> = OnceLock::new();
-    let (secret, not) = NAMES.get_or_init(|| {
-        (
-            ascii(&format!("^(?:{SECRET_NAME})$")),
-            ascii(NOT_SECRET_NAME),
-        )
-    });
-    secret.is_match(name.as_bytes()) && !not.is_match(name.as_bytes())
+    static NAME: OnceLock<Regex> = OnceLock::new();
+    let secret = NAME.get_or_init(|| ascii(&format!("^(?:{SECRET_NAME})$")));
+    secret.is_match(name.as_bytes()) && !names_no_secret(name)
+}
+
+/// Whether `name` ends like a secret's but names none ([`NOT_SECRET_NAME`]:
+/// `nextPageToken`, `csrf_token`).
+pub(crate) fn names_no_secret(name: &str) -> bool {
+    static NOT: OnceLock<Regex> = OnceLock::new();
+    NOT.get_or_init(|| ascii(NOT_SECRET_NAME))
+        .is_match(name.as_bytes())
 }
 
 /// Whether `text` (an object member's name, say) looks like random data:
@@ -259,19 +323,35 @@ fn names_a_variable(value: &[u8]) -> bool {
 /// none.
 pub(crate) fn redact(text: &str, emails: bool) -> Option<String> {
     let mut found = Vec::new();
-    let (shapes, key_blocks) = triggers(text);
-    if key_blocks {
-        private_keys(text, &mut found);
-        encoded_private_keys(text, &mut found);
-    }
-    rules::find(text, &mut found);
-    if shapes {
-        shaped(text, &mut found);
-    }
-    if emails && text.contains('@') {
-        email_addresses(text, &mut found);
+    find_all(text, emails, &mut found);
+    let percent = text.contains('%').then(|| View::of(text, percent_decoded));
+    let look_alike = text
+        .bytes()
+        .any(|b| matches!(b, 0xCE | 0xCF | 0xD0 | 0xD1 | 0xD4))
+        .then(|| View::of(text, latin_look_alike));
+    for view in [percent, look_alike].into_iter().flatten().flatten() {
+        let mut seen = Vec::new();
+        find_all(&view.text, false, &mut seen);
+        found.extend(seen.into_iter().map(|f| view.original(f)));
     }
     replace(text, found)
+}
+
+/// Every secret in `text` as it reads.
+fn find_all(text: &str, emails: bool, found: &mut Vec<Found>) {
+    let (named, key_blocks) = triggers(text);
+    if key_blocks {
+        private_keys(text, found);
+        encoded_private_keys(text, found);
+    }
+    rules::find(text, found);
+    if named {
+        shaped(shapes(), text, found);
+    }
+    shaped(formats(), text, found);
+    if emails && text.contains('@') {
+        email_addresses(text, found);
+    }
 }
 
 /// Whether `text` has a word any of [`shapes`] needs, and a private key's
@@ -279,26 +359,43 @@ pub(crate) fn redact(text: &str, emails: bool) -> Option<String> {
 /// in one pass of an automaton instead of one per shape.
 fn triggers(text: &str) -> (bool, bool) {
     static WORDS: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
-    // Every word of SECRET_NAME has one of the first six in it.
-    const WORDS_OF_SHAPES: [&str; 9] = [
+    // Every word of SECRET_NAME has one of the first eleven in it.
+    const WORDS_OF_SHAPES: [&str; 20] = [
         "secret",
-        "passw",
-        "passwd",
+        "s3cr",
+        "secr3",
+        "pass",
+        "pa55",
+        "pa$$",
+        "p4ss",
+        "p@ss",
+        "pwd",
         "token",
+        "t0k",
+        "tok3",
         "key",
         "credential",
         "bearer",
-        "authorization",
+        "auth",
         "://",
+        "cookie",
+        "sig=",
+        "-u",
     ];
     let words = WORDS.get_or_init(|| {
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(WORDS_OF_SHAPES.iter().chain(&["-----begin", ENCODED_BEGIN]))
+            .build(WORDS_OF_SHAPES.iter().chain(&[
+                "-----begin",
+                "-----end",
+                "putty-user-key-file",
+                ENCODED_BEGIN,
+            ]))
             .expect("the words build an automaton")
     });
     let (mut shapes, mut key_blocks) = (false, false);
-    for hit in words.find_iter(text) {
+    // Overlapping: a key's marker holds shape words (`PuTTY-User-Key`).
+    for hit in words.find_overlapping_iter(text) {
         if hit.pattern().as_usize() >= WORDS_OF_SHAPES.len() {
             key_blocks = true;
         } else {
@@ -311,10 +408,28 @@ fn triggers(text: &str) -> (bool, bool) {
     (shapes, key_blocks)
 }
 
-fn shaped(text: &str, found: &mut Vec<Found>) {
+/// What `regexes` (shapes or formats) find in `text`.
+fn shaped(regexes: &[Regex], text: &str, found: &mut Vec<Found>) {
     let bytes = text.as_bytes();
-    for regex in shapes() {
+    for regex in regexes {
         for captures in regex.captures_iter(bytes) {
+            if let Some(list) = captures.name("cookies") {
+                cookie_values(list.start(), list.as_bytes(), found);
+                continue;
+            }
+            if let Some(encoded) = captures.name("encoded") {
+                if is_encoded_credentials(encoded.as_bytes()) {
+                    found.push(Found::secret((encoded.start(), encoded.end())));
+                }
+                continue;
+            }
+            // A comparison, not an assignment.
+            if captures
+                .name("op")
+                .is_some_and(|op| op.len() > 1 && op.as_bytes().iter().all(|&b| b == b'='))
+            {
+                continue;
+            }
             let userless = captures.name("userless");
             // After no user, a word in capitals is documentation's
             // placeholder (`redis://:PASSWORD@HOST`), not a password.
@@ -322,25 +437,33 @@ fn shaped(text: &str, found: &mut Vec<Found>) {
                 continue;
             }
             let (secret, name) = match captures.name("token").or(userless) {
+                // A user id (`-u 1000:1000`), not a password.
+                Some(token) if token.as_bytes().iter().all(u8::is_ascii_digit) => continue,
                 Some(token) => (token, None),
                 None => {
-                    let name = captures
-                        .name("name")
-                        .expect("a shape has a name or a token");
-                    let Some(value) = ["dq", "sq", "bare"].iter().find_map(|g| captures.name(g))
+                    let Some(value) = ["dq", "sq", "bare", "text"]
+                        .iter()
+                        .find_map(|g| captures.name(g))
                     else {
                         continue;
                     };
-                    (value, Some(name))
+                    (value, captures.name("name"))
                 }
             };
             if secret.is_empty() || rules::globally_allowed(secret.as_bytes()) {
                 continue;
             }
             if let Some(name) = name {
-                let named = std::str::from_utf8(name.as_bytes()).is_ok_and(is_secret_name);
+                let (Ok(name_text), Ok(value_text)) = (
+                    std::str::from_utf8(name.as_bytes()),
+                    std::str::from_utf8(secret.as_bytes()),
+                ) else {
+                    continue;
+                };
                 let bare = captures.name("bare").is_some();
-                if !named || (bare && is_code(bytes, name.start(), (secret.start(), secret.end())))
+                if !is_secret_name(name_text)
+                    || !may_be_secret(name_text, value_text)
+                    || (bare && is_code(bytes, name.start(), (secret.start(), secret.end())))
                 {
                     continue;
                 }
@@ -357,6 +480,81 @@ fn is_capitals(word: &[u8]) -> bool {
         && word
             .iter()
             .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')
+}
+
+/// Whether `value`, found under the secret name `name`, can be a secret:
+/// not a version (`"pbkdf2-password": "1.2.1"` in a package.json), not
+/// shorter than four characters (`"X-Auth-Token": "1"`), not the name or a
+/// secret's word again (`secret_key = "secret_key"`), not a directory
+/// after `PWD` (the shell's working directory).
+pub(crate) fn may_be_secret(name: &str, value: &str) -> bool {
+    let value = value.trim();
+    let bare = value.trim_start_matches(['v', '^', '~', '=']);
+    let version = bare.contains('.')
+        && bare.starts_with(|c: char| c.is_ascii_digit())
+        && bare.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let plain = |s: &str| {
+        s.chars()
+            .filter(|c| !matches!(c, '_' | '-' | '.' | ' '))
+            .map(|c| c.to_ascii_lowercase())
+            .collect::<String>()
+    };
+    let word = plain(value);
+    let echoes = word == plain(name)
+        || [
+            "password",
+            "secret",
+            "token",
+            "apikey",
+            "secretkey",
+            "passwd",
+        ]
+        .contains(&word.as_str());
+    let directory = name.to_ascii_lowercase().ends_with("pwd")
+        && (value.starts_with(['/', '~', '.'])
+            || value.as_bytes().get(1..3) == Some(b":\\".as_slice()));
+    value.chars().count() >= 4 && !version && !echoes && !directory
+}
+
+/// Each value of a Cookie header's `name=value; ...` list at `start`:
+/// session ids and the like; short ones (`lang=en`) stay.
+fn cookie_values(start: usize, list: &[u8], found: &mut Vec<Found>) {
+    let mut at = 0;
+    for pair in list.split(|&b| b == b';') {
+        if let Some(eq) = pair.iter().position(|&b| b == b'=') {
+            let value = &pair[eq + 1..];
+            let lead = value.len() - value.trim_ascii_start().len();
+            let value = value.trim_ascii();
+            if value.len() >= 8 {
+                let from = start + at + eq + 1 + lead;
+                found.push(Found::secret((from, from + value.len())));
+            }
+        }
+        at += pair.len() + 1;
+    }
+}
+
+/// Whether `encoded` is base64 of `user:password` (printable, both
+/// parts there), as HTTP Basic, `.npmrc`'s `_auth` and Docker's `auth`
+/// carry credentials.
+pub(crate) fn is_encoded_credentials(encoded: &[u8]) -> bool {
+    let mut padded = encoded.to_vec();
+    while padded.len() % 4 != 0 {
+        padded.push(b'=');
+    }
+    let decoded = decode_base64(&padded);
+    let decoded = decoded.strip_suffix(b"\0").unwrap_or(&decoded);
+    let decoded: &[u8] = {
+        // Padding decodes to zero bytes at the end.
+        let end = decoded.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
+        &decoded[..end]
+    };
+    decoded.len() >= 3
+        && decoded.iter().all(|b| (0x20..0x7f).contains(b))
+        && decoded
+            .iter()
+            .position(|&b| b == b':')
+            .is_some_and(|colon| colon > 0 && colon + 1 < decoded.len())
 }
 
 /// `-----BEGIN` in base64, as every base64 of a PEM block starts.
@@ -412,11 +610,20 @@ fn decode_base64(encoded: &[u8]) -> Vec<u8> {
     out
 }
 
+/// PEM private keys, each from its BEGIN line to its END line (or the
+/// end of the text); a key's body whose BEGIN line is not in the text
+/// (the tail of a file shown from line 2) from its first line of base64 to
+/// its END line; and a PuTTY key's private lines and MAC.
 fn private_keys(text: &str, found: &mut Vec<Found>) {
-    static BEGIN: OnceLock<Regex> = OnceLock::new();
-    let begin =
-        BEGIN.get_or_init(|| ascii(r"(?i)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"));
+    static MARKERS: OnceLock<(Regex, Regex)> = OnceLock::new();
+    let (begin, end_marker) = MARKERS.get_or_init(|| {
+        (
+            ascii(r"(?i)-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
+            ascii(r"(?i)-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----"),
+        )
+    });
     let bytes = text.as_bytes();
+    let first = found.len();
     let mut from = 0;
     while let Some(start) = begin.find_at(bytes, from) {
         let after = start.end();
@@ -432,6 +639,142 @@ fn private_keys(text: &str, found: &mut Vec<Found>) {
         });
         from = end;
     }
+    for end in end_marker.find_iter(bytes) {
+        if found[first..]
+            .iter()
+            .any(|f| f.span.0 <= end.start() && end.end() <= f.span.1)
+        {
+            continue;
+        }
+        // Back over the lines of base64 before the END line.
+        let mut start = end.start();
+        while start > 0 {
+            let line_start = bytes[..start - 1]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1);
+            let line = bytes[line_start..start - 1].trim_ascii();
+            if line.len() < 16
+                || !line
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+            {
+                break;
+            }
+            start = line_start;
+        }
+        if start < end.start() {
+            found.push(Found {
+                span: (start, end.end()),
+                kind: Kind::PrivateKey,
+            });
+        }
+    }
+    let mut from = 0;
+    while let Some(at) = find(&bytes[from..], b"PuTTY-User-Key-File-") {
+        let key = from + at;
+        let Some(private) = find(&bytes[key..], b"Private-Lines:") else {
+            break;
+        };
+        let start = key + private;
+        // To the end of the MAC's line (or of the text).
+        let end = find(&bytes[start..], b"Private-MAC:")
+            .map(|mac| start + mac)
+            .and_then(|mac| {
+                find(&bytes[mac..], b"\n")
+                    .map(|nl| mac + nl)
+                    .or(Some(bytes.len()))
+            })
+            .unwrap_or(bytes.len());
+        found.push(Found {
+            span: (start, end),
+            kind: Kind::PrivateKey,
+        });
+        from = end.max(key + 1);
+    }
+}
+
+/// Another reading of a text, in which secrets hide from a reading of
+/// its bytes: percent-decoded (`password%3D...` in a logged form body or
+/// URL) or with look-alike letters read as the Latin ones they mimic
+/// (`DB_РASSWORD`, a Cyrillic Р). `origin[i]` is where byte `i` of `text`
+/// comes from in the original (one more entry for the end).
+struct View {
+    text: String,
+    origin: Vec<usize>,
+}
+
+impl View {
+    /// `text` read with each character `read` turns into another (and its
+    /// length in `text`) replaced; `None` when nothing was.
+    fn of(text: &str, read: impl Fn(&[u8]) -> Option<(char, usize)>) -> Option<View> {
+        let bytes = text.as_bytes();
+        let mut view = View {
+            text: String::with_capacity(text.len()),
+            origin: Vec::with_capacity(text.len() + 1),
+        };
+        let mut changed = false;
+        let mut at = 0;
+        while at < bytes.len() {
+            if let Some((c, len)) = read(&bytes[at..]) {
+                for _ in 0..c.len_utf8() {
+                    view.origin.push(at);
+                }
+                view.text.push(c);
+                at += len;
+                changed = true;
+            } else {
+                let c = text[at..].chars().next().expect("at is a char boundary");
+                for i in 0..c.len_utf8() {
+                    view.origin.push(at + i);
+                }
+                view.text.push(c);
+                at += c.len_utf8();
+            }
+        }
+        view.origin.push(bytes.len());
+        changed.then_some(view)
+    }
+
+    /// A span of the view as the span of the original it comes from.
+    fn original(&self, found: Found) -> Found {
+        Found {
+            span: (self.origin[found.span.0], self.origin[found.span.1]),
+            kind: found.kind,
+        }
+    }
+}
+
+/// `%XX` of a printable ASCII character, decoded.
+fn percent_decoded(bytes: &[u8]) -> Option<(char, usize)> {
+    let [b'%', high, low, ..] = *bytes else {
+        return None;
+    };
+    let hex = |b: u8| (b as char).to_digit(16);
+    let byte = hex(high)? * 16 + hex(low)?;
+    (0x20..0x7f)
+        .contains(&byte)
+        .then(|| (byte as u8 as char, 3))
+}
+
+/// A Cyrillic or Greek letter that looks like a Latin one, as that one.
+fn latin_look_alike(bytes: &[u8]) -> Option<(char, usize)> {
+    const LOOK_ALIKES: &str =
+        "аaеeоoрpсcхxуyіiѕsјjԁdАAВBЕEКKМMНHОOРPСCТTХXЅSІIοoρpνvΑAΒBΕEΖZΗHΙIΚKΜMΝNΟOΡPΤTΧXΥY";
+    if !matches!(bytes.first(), Some(0xCE | 0xCF | 0xD0 | 0xD1 | 0xD4)) {
+        return None;
+    }
+    let c = std::str::from_utf8(&bytes[..2.min(bytes.len())])
+        .ok()?
+        .chars()
+        .next()?;
+    let mut pairs = LOOK_ALIKES.chars();
+    while let (Some(from), Some(to)) = (pairs.next(), pairs.next()) {
+        if from == c {
+            return Some((to, c.len_utf8()));
+        }
+    }
+    None
 }
 
 fn email_addresses(text: &str, found: &mut Vec<Found>) {
@@ -516,7 +859,7 @@ mod tests {
     #[test]
     fn assignments_anywhere_on_a_line_lose_their_values() {
         assert_eq!(
-            redacted("DB_PASSWORD=hunter2 API_TOKEN := 'abc' and x => \"q\" a_secret=\"s p\";"),
+            redacted("DB_PASSWORD=hunter2 API_TOKEN := 'abcd' and x => \"q\" a_secret=\"s p q\";"),
             "DB_PASSWORD=[REDACTED] API_TOKEN := '[REDACTED]' and x => \"q\" a_secret=\"[REDACTED]\";"
         );
         assert_eq!(
@@ -525,7 +868,7 @@ mod tests {
         );
         // In escaped text, a value ends at an escaped line end.
         assert_eq!(
-            redacted(r#""A=1\nAPI_KEY=abc\nB=2 C:\x" password=C:\pass\word"#),
+            redacted(r#""A=1\nAPI_KEY=abcd\nB=2 C:\x" password=C:\pass\word"#),
             r#""A=1\nAPI_KEY=[REDACTED]\nB=2 C:\x" password=[REDACTED]"#
         );
     }
@@ -533,7 +876,7 @@ mod tests {
     #[test]
     fn quoted_names_with_a_colon_lose_their_values() {
         assert_eq!(
-            redacted(r#"log: {"user":"bob","password":"hunter2","n":1} {'api_key': 'k-1'}"#),
+            redacted(r#"log: {"user":"bob","password":"hunter2","n":1} {'api_key': 'k-12'}"#),
             r#"log: {"user":"bob","password":"[REDACTED]","n":1} {'api_key': '[REDACTED]'}"#
         );
     }
@@ -616,7 +959,7 @@ mod tests {
     fn command_line_flags_lose_their_values() {
         assert_eq!(
             redacted(
-                "deploy --api-key=k1 --password \"p w\" -token abc --token-file f --secret --verbose"
+                "deploy --api-key=k1k1 --password \"p w x\" -token abcd --token-file f --secret --verbose"
             ),
             "deploy --api-key=[REDACTED] --password \"[REDACTED]\" -token [REDACTED] --token-file f --secret --verbose"
         );
@@ -750,13 +1093,21 @@ mod tests {
             "id_token",
             "AWS_SECRET_ACCESS_KEY",
             "apiKey",
+            "DB_PASS",
+            "MYSQL_PWD",
+            "pwd",
+            "smtpPass",
+            "PASSW0RD",
+            "db_pa55word",
+            "passphrase",
         ] {
             assert!(is_secret_name(name), "{name}");
         }
         for name in [
             "max_tokens",
             "TOKEN_URL",
-            "pwd",
+            "bypass",
+            "compass",
             "keys",
             "password hint",
             "progressToken",
