@@ -221,9 +221,21 @@ def redact_secrets(hookbox, plugin, work):
             before = piece.splitlines()
             after = flow["result"].splitlines()
             matcher = difflib.SequenceMatcher(None, before, after, autojunk=False)
-            for op, i1, i2, _, _ in matcher.get_opcodes():
-                if op != "equal":
-                    found.update((path, first + i) for i in range(i1, max(i2, i1 + 1)))
+            for op, i1, i2, j1, j2 in matcher.get_opcodes():
+                if op == "equal":
+                    continue
+                if i2 - i1 == j2 - j1:
+                    # Line for line: each line changed is a finding.
+                    found.update(
+                        (path, first + i1 + k)
+                        for k in range(i2 - i1)
+                        if before[i1 + k] != after[j1 + k]
+                    )
+                else:
+                    # A block of lines that became fewer (a private key as
+                    # one label) is one finding, on its first line, as the
+                    # other scanners report a key.
+                    found.add((path, first + i1))
         return found
 
     return scan

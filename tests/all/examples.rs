@@ -47,7 +47,7 @@ fn deny_tools_denies_by_name_by_allow_list_and_by_argument_pattern() {
 #[test]
 fn redact_secrets_redacts_credentials_keys_and_emails_from_results() {
     let stack = example(guests::REDACT_SECRETS, &[]);
-    let text = "user=bob\nexport  AWS_SECRET_ACCESS_KEY=abc\naws_access_key_id=AKIAABCDEFGHIJKLMNOP\nx-api-key: 123\nmax_tokens: 1024\ntoken ghp_0123456789abcdefABCDEF0123456789abcd and mail bob@corp.example.\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nbye";
+    let text = "user=bob\nexport  AWS_SECRET_ACCESS_KEY=ab3cd\naws_access_key_id=AKIAABCDEFGHIJKLMNOP\nx-api-key: 1234\nmax_tokens: 1024\ntoken ghp_0123456789abcdefABCDEF0123456789abcd and mail bob@corp.example.\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\nbye";
     let Flow::RewriteResult(redacted) = decided(once(&stack, &tool_result("read_file", text))).flow
     else {
         panic!("expected a rewrite")

@@ -160,6 +160,18 @@ fn run(rule: usize, text: &str, (start, end): Span, found: &mut Vec<Found>) {
             if std::str::from_utf8(&name[from..]).is_ok_and(crate::scan::names_no_secret) {
                 continue;
             }
+            // Code the rule reads as a key and its value: an argument with
+            // its default (`key, default=None`), a call
+            // (`private_key = Ed25519PrivateKey.generate()`).
+            let inner = secret_text.trim_ascii_end();
+            let assignment = inner
+                .iter()
+                .position(|&b| b == b'=')
+                .is_some_and(|eq| inner[eq..].iter().any(|&b| b != b'='));
+            let end = secret_text.as_ptr() as usize - text.as_ptr() as usize + secret_text.len();
+            if assignment || text.as_bytes().get(end) == Some(&b'(') {
+                continue;
+            }
         }
         // Where the trimmed secret lies in the text.
         let from = secret_text.as_ptr() as usize - text.as_ptr() as usize;
@@ -199,17 +211,53 @@ fn allowed(allow: &Allow, finding: &Finding<'_>) -> bool {
     };
     let by_regex = !allow.regexes.is_empty() && allow_set(allow).is_match(target);
     let by_stopword = !allow.stopwords.is_empty() && {
-        let secret = finding.secret.to_ascii_lowercase();
-        allow
-            .stopwords
-            .iter()
-            .any(|w| secret.windows(w.len()).any(|s| s == w.as_bytes()))
+        let lower = finding.secret.to_ascii_lowercase();
+        allow.stopwords.iter().any(|w| {
+            lower
+                .windows(w.len())
+                .enumerate()
+                .any(|(at, s)| s == w.as_bytes() && stands_as_word(finding.secret, at, w.len()))
+        })
     };
     if allow.all {
         (allow.regexes.is_empty() || by_regex) && (allow.stopwords.is_empty() || by_stopword)
     } else {
         by_regex || by_stopword
     }
+}
+
+/// Whether `secret[at..at + len]` is a word of `secret`, not letters
+/// inside a longer run: cased as a word is (`crud`, `CRUD`, `Crud`) and
+/// bounded by the ends, by characters of another kind (a digit, a sign) or
+/// by a change to a capital (`myCrudKey`). gitleaks drops a finding whose
+/// secret holds a stop word anywhere, so random secrets go (`crud` is in
+/// the lower-cased base64 of `-----BEGIN`, four letters are in about half
+/// of long random strings); a stop word only says "placeholder" where it
+/// stands as a word (`my_crud_key`).
+fn stands_as_word(secret: &[u8], at: usize, len: usize) -> bool {
+    let word = &secret[at..at + len];
+    let (first, last) = (word[0], word[len - 1]);
+    let cased = !word.iter().any(u8::is_ascii_uppercase)
+        || !word.iter().any(u8::is_ascii_lowercase)
+        || (first.is_ascii_uppercase() && !word[1..].iter().any(u8::is_ascii_uppercase));
+    let kind = |b: u8| {
+        if b.is_ascii_alphabetic() {
+            0
+        } else if b.is_ascii_digit() {
+            1
+        } else {
+            2
+        }
+    };
+    let before = at == 0 || {
+        let b = secret[at - 1];
+        kind(b) != kind(first) || (b.is_ascii_lowercase() && first.is_ascii_uppercase())
+    };
+    let after = at + len == secret.len() || {
+        let b = secret[at + len];
+        kind(b) != kind(last) || (last.is_ascii_lowercase() && b.is_ascii_uppercase())
+    };
+    cased && before && after
 }
 
 /// A gitleaks regex as the guest runs it: bytes, ASCII classes (as Go's
@@ -294,6 +342,33 @@ mod tests {
         for (index, rule) in RULES.iter().enumerate() {
             let regex = compiled(index);
             assert!(rule.group < regex.captures_len(), "{}", rule.id);
+        }
+    }
+
+    #[test]
+    fn a_stop_word_counts_where_it_stands_as_a_word() {
+        for (secret, word) in [
+            ("my_crud_key1", "crud"),
+            ("myCrudKey", "crud"),
+            ("CRUD-2024", "crud"),
+            ("x9example", "example"),
+        ] {
+            let at = secret.to_ascii_lowercase().find(word).unwrap();
+            assert!(
+                stands_as_word(secret.as_bytes(), at, word.len()),
+                "{secret}"
+            );
+        }
+        for (secret, word) in [
+            ("LS0tLS1CRUdJTiBQUklWQVRF", "crud"),
+            ("aB3xcrudQ9", "crud"),
+            ("Zq8testingX", "test"),
+        ] {
+            let at = secret.to_ascii_lowercase().find(word).unwrap();
+            assert!(
+                !stands_as_word(secret.as_bytes(), at, word.len()),
+                "{secret}"
+            );
         }
     }
 

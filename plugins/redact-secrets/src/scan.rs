@@ -15,6 +15,13 @@
 //! | a PEM private key in base64 (`client-key-data`, `tls.key`) | the run, `[REDACTED PRIVATE KEY]` |
 //! | `local@domain.tld`, with `emails` on | `[REDACTED EMAIL]` |
 //!
+//! and the shapes of credential files, commands and headers the plugin's
+//! README lists after these (XML elements, call arguments, `.netrc`,
+//! `curl -u`, `-passin pass:`, cookies, URL signatures, `auth` in base64,
+//! `.pgpass`, hashes, PuTTY keys, a key's tail), in the text as it reads
+//! and in its decoded readings ([`View`]: percent-encoding, look-alike
+//! letters),
+//!
 //! where NAME ends with a secret word ([`SECRET_NAME`]: `DB_PASSWORD`,
 //! `x-api-key`, `client_secret`, `id_token`, not `max_tokens` or
 //! `TOKEN_URL`). A value is a quoted string (redacted inside its quotes)
@@ -73,8 +80,8 @@ impl Found {
 ///
 /// The words are matched with look-alike digits and signs as well
 /// (`PASSW0RD`, `pa55word`, `s3cret`); `pass` and `pwd` count as a word of
-/// their own (`DB_PASS`, `MYSQL_PWD`, `smtpPass`, not `bypass`).
-pub(crate) const SECRET_NAME: &str = r"(?:[A-Za-z0-9_.-]*(?i:s[e3]cr[e3]t|p[a4@][s5$][s5$](?:w[o0]rd|phrase)|passwd|t[o0]k[e3]n|api[_-]?key|apikey|private[_-]?key|access[_-]?key|auth[_-]?key|credentials?)|(?:[A-Za-z0-9_.-]*[_.-])?(?i:pass|pwd)|[A-Za-z0-9_.-]*[a-z0-9](?:Pass|PASS|Pwd|PWD))";
+/// their own (`DB_PASS`, `MYSQL_PWD`, not `bypass` or `allPass`).
+pub(crate) const SECRET_NAME: &str = r"(?:[A-Za-z0-9_.-]*(?i:s[e3]cr[e3]t|p[a4@][s5$][s5$](?:w[o0]rd|phrase)|passwd|t[o0]k[e3]n|api[_-]?key|apikey|private[_-]?key|access[_-]?key|auth[_-]?key|credentials?)|(?:[A-Za-z0-9_.-]*[_.-])?(?i:pass|pwd))";
 
 /// Names that end like a secret's but name no secret: pagination and
 /// progress tokens, CSRF tokens, files and URLs of tokens.
@@ -138,8 +145,10 @@ fn shapes() -> &'static [Regex] {
             // keytool's and jarsigner's store and key passwords.
             format!(r#"(?:^|[\s"'=])-{{1,2}}(?:src|dest)?(?:store|key)pass(?:=|[ \t]+){FLAG_VALUE}"#),
             // A password given to MySQL's clients (`-pSECRET`) and sshpass.
-            r#"\b(?:mysql|mysqldump|mysqladmin|mysqlsh|mariadb)\b[^\n|;&]*?[ \t]-p(?P<token>[^\s"'-][^\s"']*)"#.to_owned(),
+            r#"\b(?:mysql|mysqldump|mysqladmin|mysqlsh|mariadb)\b[^\n|;&`]*?[ \t]-p(?P<token>[^\s"'`,;)-][^\s"'`]*)"#.to_owned(),
             r#"\bsshpass[ \t]+(?:-[a-oq-z][ \t]+\S+[ \t]+)*-p[ \t]*(?P<token>[^\s"']+)"#.to_owned(),
+            // PowerShell's secure string made from plain text.
+            r#"(?i)ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?["'](?P<token>[^"'\n]+)["'][^\n]*-AsPlainText"#.to_owned(),
             // Cookies: a Set-Cookie's value, and every value of a Cookie.
             r#"(?i)\bset-cookie[ \t]*:[ \t]*[^=\s;]+=(?P<token>[^;\s"']+)"#.to_owned(),
             r#"(?i)(?:^|[\s"'])cookie[ \t]*:[ \t]*(?P<cookies>[^\r\n"']+)"#.to_owned(),
@@ -278,13 +287,56 @@ const DECLARATIONS: [&[u8]; 8] = [
 
 /// Whether a bare `value` at `end` of `line_before` + name is a program's
 /// expression rather than a secret: a call, a generic type or an index
-/// follows it, it is a keyword, or the name is being declared.
+/// follows it, it is a keyword, a negation, a path (`mio::Token`,
+/// `secret.bytes`), a ternary's condition, a PowerShell command
+/// (`New-Object`), a variable passed on (`f(token=token_val)`, `{key:
+/// defaultKey,}`) or assigned (`secret = stdout`), or the name is being
+/// declared. A variable does not look random: `connect(password=Xk9mQ2vLp8)`
+/// is a secret.
 fn is_code(bytes: &[u8], name_start: usize, value: (usize, usize)) -> bool {
     let (start, end) = value;
+    let text = &bytes[start..end];
     if matches!(bytes.get(end), Some(b'(' | b'<' | b'[' | b'{')) {
         return true;
     }
-    if names_a_variable(&bytes[start..end]) {
+    if names_a_variable(text) || text.starts_with(b"!") || find(text, b"::").is_some() {
+        return true;
+    }
+    let dotted = text.contains(&b'.')
+        && text.split(|&b| b == b'.').all(|part| {
+            part.first()
+                .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+                && part.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        });
+    let identifier = text
+        .first()
+        .is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_')
+        && text.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_');
+    let digit_groups = text
+        .split(|b| !b.is_ascii_digit())
+        .filter(|g| !g.is_empty())
+        .count();
+    let after = bytes[end..].trim_ascii_start();
+    let passed_on = identifier
+        && digit_groups < 3
+        && (after.starts_with(b",") || after.starts_with(b")") || after.starts_with(b"?"));
+    // `name = value` with spaces, as programs assign: a variable or a
+    // constant (`stdout`, `PKCS11_DEFAULT_PROMPT`), not a word with digits.
+    let spaced = bytes[..start].ends_with(b"= ") || bytes[..start].ends_with(b"=\t");
+    let assigned = spaced
+        && identifier
+        && (text.iter().all(|b| b.is_ascii_lowercase() || *b == b'_')
+            || (text.contains(&b'_')
+                && text
+                    .iter()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || *b == b'_')));
+    let command = text.first().is_some_and(u8::is_ascii_uppercase)
+        && text.iter().filter(|&&b| b == b'-').count() == 1
+        && text.split(|&b| b == b'-').all(|part| {
+            part.first().is_some_and(u8::is_ascii_uppercase)
+                && part.iter().all(u8::is_ascii_alphabetic)
+        });
+    if (dotted && !text.ends_with(b".")) || passed_on || assigned || command {
         return true;
     }
     if CODE_WORDS.contains(&&bytes[start..end]) || TYPE_WORDS.contains(&&bytes[start..end]) {
@@ -316,7 +368,11 @@ fn names_a_variable(value: &[u8]) -> bool {
     };
     let mut parts = value.split(|&b| b == b'.');
     let last = parts.next_back().unwrap_or_default();
-    parts.all(identifier) && identifier(last) && std::str::from_utf8(last).is_ok_and(is_secret_name)
+    // A name spelled with digits (`s3cr3t`) is a value's spelling.
+    parts.all(identifier)
+        && identifier(last)
+        && !last.iter().any(u8::is_ascii_digit)
+        && std::str::from_utf8(last).is_ok_and(is_secret_name)
 }
 
 /// `text` with every secret found in it replaced, or `None` when it has
@@ -360,7 +416,7 @@ fn find_all(text: &str, emails: bool, found: &mut Vec<Found>) {
 fn triggers(text: &str) -> (bool, bool) {
     static WORDS: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
     // Every word of SECRET_NAME has one of the first eleven in it.
-    const WORDS_OF_SHAPES: [&str; 20] = [
+    const WORDS_OF_SHAPES: [&str; 21] = [
         "secret",
         "s3cr",
         "secr3",
@@ -381,6 +437,7 @@ fn triggers(text: &str) -> (bool, bool) {
         "cookie",
         "sig=",
         "-u",
+        "securestring",
     ];
     let words = WORDS.get_or_init(|| {
         aho_corasick::AhoCorasick::builder()
@@ -453,6 +510,17 @@ fn shaped(regexes: &[Regex], text: &str, found: &mut Vec<Found>) {
             if secret.is_empty() || rules::globally_allowed(secret.as_bytes()) {
                 continue;
             }
+            // After `Bearer` or `Authorization`, a word of prose (`Bearer
+            // authorization is ...`) or an expression (`module.params[...]`).
+            if captures.name("token").is_some()
+                && (secret
+                    .as_bytes()
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || *b == b'_')
+                    || matches!(bytes.get(secret.end()), Some(b'(' | b'[')))
+            {
+                continue;
+            }
             if let Some(name) = name {
                 let (Ok(name_text), Ok(value_text)) = (
                     std::str::from_utf8(name.as_bytes()),
@@ -513,8 +581,64 @@ pub(crate) fn may_be_secret(name: &str, value: &str) -> bool {
     let directory = name.to_ascii_lowercase().ends_with("pwd")
         && (value.starts_with(['/', '~', '.'])
             || value.as_bytes().get(1..3) == Some(b":\\".as_slice()));
-    value.chars().count() >= 4 && !version && !echoes && !directory
+    let templated = ["{{", "{%", "${", "$(", "%s", "%(", "{}"]
+        .iter()
+        .any(|t| value.contains(t));
+    // A variable (`$certPassword`, `@PASSWORD` in a template), a
+    // constant's name (`NOT_LOGGING_PASSWORD`), a number in hex, a path.
+    let identifier = |s: &str| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    let reference = value.strip_prefix('$').is_some_and(identifier)
+        || value
+            .strip_prefix('@')
+            .is_some_and(|v| identifier(v) && !v.chars().any(|c| c.is_ascii_lowercase()));
+    let constant = value.matches('_').count() >= 2
+        && identifier(value)
+        && !value.chars().any(|c| c.is_ascii_lowercase());
+    let hex = value
+        .strip_prefix("0x")
+        .is_some_and(|h| h.chars().all(|c| c.is_ascii_hexdigit()));
+    let path = value.starts_with('/') && value[1..].contains('/');
+    // A placeholder word (`test`, `admin`, `plain`): lower-case letters
+    // with no more entropy than 2.5 bits a letter.
+    let word =
+        value.chars().all(|c| c.is_ascii_lowercase()) && rules::entropy(value.as_bytes()) <= 2.5;
+    // A file (`--ask-vault-pass test_vault.yml`), not its content.
+    let file = value.rsplit_once('.').is_some_and(|(stem, ext)| {
+        FILE_EXTENSIONS.contains(&ext)
+            && !stem.is_empty()
+            && stem
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-./".contains(c))
+    });
+    // Another name (`('ansible_ssh_pass', 'ansible_password')`) or a flag.
+    let a_name = value.contains('_')
+        && value.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        && is_secret_name(value);
+    value.chars().count() >= 4
+        && !version
+        && !echoes
+        && !directory
+        && !templated
+        && !reference
+        && !constant
+        && !hex
+        && !path
+        && !word
+        && !file
+        && !a_name
+        && !value
+            .strip_prefix("--")
+            .is_some_and(|flag| flag.starts_with(|c: char| c.is_ascii_alphabetic()))
 }
+
+/// Extensions of files a value names instead of holding a secret.
+const FILE_EXTENSIONS: [&str; 20] = [
+    "yml", "yaml", "json", "txt", "cfg", "conf", "ini", "toml", "pem", "key", "crt", "py", "sh",
+    "js", "ts", "rs", "go", "log", "csv", "xml",
+];
 
 /// Each value of a Cookie header's `name=value; ...` list at `start`:
 /// session ids and the like; short ones (`lang=en`) stay.
@@ -859,7 +983,7 @@ mod tests {
     #[test]
     fn assignments_anywhere_on_a_line_lose_their_values() {
         assert_eq!(
-            redacted("DB_PASSWORD=hunter2 API_TOKEN := 'abcd' and x => \"q\" a_secret=\"s p q\";"),
+            redacted("DB_PASSWORD=hunter2 API_TOKEN := 'ab3cd' and x => \"q\" a_secret=\"s p q\";"),
             "DB_PASSWORD=[REDACTED] API_TOKEN := '[REDACTED]' and x => \"q\" a_secret=\"[REDACTED]\";"
         );
         assert_eq!(
@@ -868,7 +992,7 @@ mod tests {
         );
         // In escaped text, a value ends at an escaped line end.
         assert_eq!(
-            redacted(r#""A=1\nAPI_KEY=abcd\nB=2 C:\x" password=C:\pass\word"#),
+            redacted(r#""A=1\nAPI_KEY=ab3cd\nB=2 C:\x" password=C:\pass\word"#),
             r#""A=1\nAPI_KEY=[REDACTED]\nB=2 C:\x" password=[REDACTED]"#
         );
     }
@@ -945,6 +1069,138 @@ mod tests {
         );
     }
 
+    /// One row per shape the dedicated scanners catch (the README's
+    /// table after the URL rows): what goes and what stays around it.
+    #[test]
+    fn the_formats_of_credential_files_and_commands_lose_their_secret() {
+        for (text, expected) in [
+            (
+                "<password>Xk9mQ2vLp8</password>",
+                "<password>[REDACTED]</password>",
+            ),
+            (
+                "define('DB_PASSWORD', 'Xk9mQ2vLp8');",
+                "define('DB_PASSWORD', '[REDACTED]');",
+            ),
+            (
+                "args:\n  - \"--api-key\"\n  - \"Xk9mQ2vLp8\"",
+                "args:\n  - \"--api-key\"\n  - \"[REDACTED]\"",
+            ),
+            (
+                "machine h login bob password Xk9mQ2vLp8",
+                "machine h login bob password [REDACTED]",
+            ),
+            (
+                "machine h\n  login bob\n  password Xk9mQ2vLp8",
+                "machine h\n  login bob\n  password [REDACTED]",
+            ),
+            // gitleaks' curl rule takes the user too.
+            (
+                "curl -u admin:Xk9mQ2vLp8 https://x",
+                "curl -u [REDACTED] https://x",
+            ),
+            (
+                "wget --user=ci --proxy-user p:Xk9mQ2vLp8 u",
+                "wget --user=ci --proxy-user p:[REDACTED] u",
+            ),
+            (
+                "openssl pkcs12 -passin pass:Xk9mQ2vLp8 -out a",
+                "openssl pkcs12 -passin pass:[REDACTED] -out a",
+            ),
+            (
+                "keytool -storepass Xk9mQ2vLp8 -keypass Yk9mQ2vLp8",
+                "keytool -storepass [REDACTED] -keypass [REDACTED]",
+            ),
+            (
+                "mysql -u root -pXk9mQ2vLp8 -h db",
+                "mysql -u root -p[REDACTED] -h db",
+            ),
+            ("sshpass -p Xk9mQ2vLp8 ssh h", "sshpass -p [REDACTED] ssh h"),
+            (
+                "$p = ConvertTo-SecureString \"Xk9mQ2vLp8\" -AsPlainText -Force",
+                "$p = ConvertTo-SecureString \"[REDACTED]\" -AsPlainText -Force",
+            ),
+            (
+                "Cookie: sid=0qazcmiux53i9r6q; lang=en",
+                "Cookie: sid=[REDACTED]; lang=en",
+            ),
+            (
+                "Set-Cookie: s=lajUiBLvNE9qMYG8; Path=/",
+                "Set-Cookie: s=[REDACTED]; Path=/",
+            ),
+            (
+                "https://a.blob.core.windows.net/c?sv=2022&sig=KEmk1b7A%3D&x=1",
+                "https://a.blob.core.windows.net/c?sv=2022&sig=[REDACTED]&x=1",
+            ),
+            ("_auth=Y2k6OGxlT0k3XnFHUjNpNXk=", "_auth=[REDACTED]"),
+            (
+                "db.internal:5432:app:app:D5auCt9XQOT2S",
+                "db.internal:5432:app:app:[REDACTED]",
+            ),
+            (
+                "admin:$apr1$ugO96n0w$4O.pROeyluDEhlkaeQ2YN/",
+                "admin:[REDACTED]",
+            ),
+            (
+                "bot 2287781055:AAW7wmMeEGo6f_B6mvbgC91AVg5mB0952iS ok",
+                "bot [REDACTED] ok",
+            ),
+            (
+                "see (ghp_0Q5fqd0SSqturifMAYCFFeEqJwhrozJBELlO).",
+                "see ([REDACTED]).",
+            ),
+            (
+                "amqp://app:U1p/XN@I@rabbit:5672/?x=a@b.com",
+                "amqp://app:[REDACTED]@rabbit:5672/?x=a@b.com",
+            ),
+        ] {
+            assert_eq!(redact(text, false).as_deref(), Some(expected), "{text}");
+        }
+    }
+
+    /// A secret hides behind percent-encoding or look-alike letters; what
+    /// is found there goes where it stands.
+    #[test]
+    fn a_decoded_reading_finds_what_the_bytes_hide() {
+        assert_eq!(
+            redacted("body=user%3Dbob%26password%3DQfNwUzC0Vva%2521"),
+            "body=user%3Dbob%26password%3D[REDACTED]"
+        );
+        assert_eq!(
+            redacted("DB_\u{420}ASSWORD=foJeb4EHHmldy"),
+            "DB_\u{420}ASSWORD=[REDACTED]"
+        );
+        assert_eq!(redacted("PASSW0RD=foJeb4EHHmldy"), "PASSW0RD=[REDACTED]");
+    }
+
+    /// What is code, a template, a placeholder or another name stays.
+    #[test]
+    fn values_that_cannot_be_secrets_stay() {
+        for text in [
+            "assert app.secret_key == \"config\"",
+            "{\"pbkdf2-password\": \"1.2.1\"}",
+            "\"X-Auth-Token\": \"1\"",
+            "app.secret_key = \"secret_key\"",
+            "PWD=/home/app",
+            "docker run -u 1000:1000 app",
+            "password: \"{{ lookup('env', 'PASS') }}\"",
+            "ansible_password=@PASSWORD",
+            "-Password $certPassword",
+            "GalaxyToken(token=token_val)",
+            "request.withCredentials = !!config.withCredentials;",
+            "token: mio::Token,",
+            "secret = stdout",
+            "password=('ansible_ssh_pass', 'ansible_password'),",
+            "ansible-playbook --ask-vault-pass site.yml",
+            "data1_password: test",
+            "'Authorization': 'Bearer my_token'",
+            "def pop(self, key, default=_NoKeySentinel, /):",
+            "{'allPass': 'overEvery'}",
+        ] {
+            assert_eq!(redact(text, false), None, "{text}");
+        }
+    }
+
     #[test]
     fn a_yaml_env_entry_naming_a_secret_loses_its_value() {
         assert_eq!(
@@ -959,7 +1215,7 @@ mod tests {
     fn command_line_flags_lose_their_values() {
         assert_eq!(
             redacted(
-                "deploy --api-key=k1k1 --password \"p w x\" -token abcd --token-file f --secret --verbose"
+                "deploy --api-key=k1k1 --password \"p w x\" -token ab3cd --token-file f --secret --verbose"
             ),
             "deploy --api-key=[REDACTED] --password \"[REDACTED]\" -token [REDACTED] --token-file f --secret --verbose"
         );
@@ -1096,7 +1352,6 @@ mod tests {
             "DB_PASS",
             "MYSQL_PWD",
             "pwd",
-            "smtpPass",
             "PASSW0RD",
             "db_pa55word",
             "passphrase",
@@ -1108,6 +1363,7 @@ mod tests {
             "TOKEN_URL",
             "bypass",
             "compass",
+            "allPass",
             "keys",
             "password hint",
             "progressToken",
