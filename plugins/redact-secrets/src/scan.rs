@@ -170,19 +170,17 @@ fn shapes() -> &'static [Regex] {
 /// Telegram bot's, a Discord bot's), and the lines of `.pgpass` and of
 /// password hash files.
 fn formats() -> &'static [Regex] {
-    static FORMATS: OnceLock<Vec<Regex>> = OnceLock::new();
+    static FORMATS: OnceLock<[Regex; 1]> = OnceLock::new();
+    // One regex, so a text is read once for all of them.
     FORMATS.get_or_init(|| {
-        [
+        [ascii(concat!(
             r"(?:^|[^A-Za-z0-9_-])(?P<token>[0-9]{8,10}:AA[A-Za-z0-9_-]{33})(?:[^A-Za-z0-9_-]|$)",
+            r"|(?:^|[^A-Za-z0-9_.-])(?P<token2>[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_.-]|$)",
             // `.pgpass`: `host:port:database:user:password`.
-            r"(?m)^[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<token>\S+)$",
+            r"|(?m:^[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<token3>\S+)$)",
             // A password's hash after its user (`.htpasswd`, `/etc/shadow`).
-            r"(?m)^[^:\s]+:(?P<token>\$(?:apr1|2[aby]|[156y])\$[^\s:]+)",
-            r"(?:^|[^A-Za-z0-9_.-])(?P<token>[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_.-]|$)",
-        ]
-        .iter()
-        .map(|pattern| ascii(pattern))
-        .collect()
+            r"|(?m:^[^:\s]+:(?P<token4>\$(?:apr1|2[aby]|[156y])\$[^\s:]+))",
+        ))]
     })
 }
 
@@ -225,7 +223,19 @@ pub(crate) fn looks_random(text: &str) -> bool {
         .split(|b| !b.is_ascii_hexdigit())
         .max_by_key(|run| run.len())
         .unwrap_or_default();
-    (longest_hex.len() >= 20 && rules::entropy(longest_hex) > 3.0) || rules::entropy(bytes) > 4.0
+    // Random base64 mixes letters of both cases or letters and digits; a
+    // name of words (`redhat_bugzilla_product_version`, `NSS_BUFLEN_PASSWD`)
+    // has one kind, however many letters it uses.
+    let kinds = [
+        bytes.iter().any(u8::is_ascii_lowercase),
+        bytes.iter().any(u8::is_ascii_uppercase),
+        bytes.iter().any(u8::is_ascii_digit),
+    ]
+    .iter()
+    .filter(|&&k| k)
+    .count();
+    (longest_hex.len() >= 20 && rules::entropy(longest_hex) > 3.0)
+        || (kinds >= 2 && rules::entropy(bytes) > 4.0)
 }
 
 /// Whether the string `value` of the member `name` is a secret as
@@ -248,7 +258,7 @@ pub(crate) fn is_secret_member(name: &str, value: &str) -> bool {
 /// Whether `name` has a word in it that a secret's name has (what
 /// [`is_secret_member`] needs before it looks further).
 pub(crate) fn may_name_a_secret(name: &str) -> bool {
-    triggers(name).0
+    !triggers(name).0.is_empty()
 }
 
 /// Whether `value` is a placeholder, not a secret (gitleaks' global
@@ -401,8 +411,16 @@ fn find_all(text: &str, emails: bool, found: &mut Vec<Found>) {
         encoded_private_keys(text, found);
     }
     rules::find(text, found);
-    if named {
-        shaped(shapes(), text, found);
+    // The shapes span two lines at most: they are read around each line
+    // with a word of theirs, with the line before and the one after, not
+    // over the whole text.
+    for (start, end) in named {
+        let mut seen = Vec::new();
+        shaped(shapes(), &text[start..end], &mut seen);
+        found.extend(seen.into_iter().map(|f| Found {
+            span: (f.span.0 + start, f.span.1 + start),
+            kind: f.kind,
+        }));
     }
     shaped(formats(), text, found);
     if emails && text.contains('@') {
@@ -410,10 +428,12 @@ fn find_all(text: &str, emails: bool, found: &mut Vec<Found>) {
     }
 }
 
-/// Whether `text` has a word any of [`shapes`] needs, and a private key's
-/// start: most strings of a JSON document have neither, and are then past
-/// in one pass of an automaton instead of one per shape.
-fn triggers(text: &str) -> (bool, bool) {
+/// Where in `text` the words any of [`shapes`] needs are (each as the
+/// lines from the one before its line to the one after, merged), and
+/// whether it has a private key's start: most strings of a JSON document
+/// have neither, and are then past in one pass of an automaton instead of
+/// one per shape.
+fn triggers(text: &str) -> (Vec<Span>, bool) {
     static WORDS: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
     // Every word of SECRET_NAME has one of the first eleven in it.
     const WORDS_OF_SHAPES: [&str; 21] = [
@@ -450,19 +470,44 @@ fn triggers(text: &str) -> (bool, bool) {
             ]))
             .expect("the words build an automaton")
     });
-    let (mut shapes, mut key_blocks) = (false, false);
+    let bytes = text.as_bytes();
+    let line_end = |at: usize| {
+        bytes[at..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |p| at + p + 1)
+    };
+    let mut windows: Vec<Span> = Vec::new();
+    let mut key_blocks = false;
+    // The line of the last word found: each line is looked at once, so a
+    // long line with many words costs no more than one with one.
+    let mut line: Span = (0, 0);
     // Overlapping: a key's marker holds shape words (`PuTTY-User-Key`).
     for hit in words.find_overlapping_iter(text) {
         if hit.pattern().as_usize() >= WORDS_OF_SHAPES.len() {
             key_blocks = true;
-        } else {
-            shapes = true;
+            continue;
         }
-        if shapes && key_blocks {
-            break;
+        if hit.start() >= line.0 && hit.end() <= line.1 {
+            continue;
+        }
+        let from = line.1.min(hit.start());
+        let own = bytes[from..hit.start()]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(from, |p| from + p + 1);
+        line = (own, line_end(hit.end()));
+        let start = bytes[..own.saturating_sub(1)]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |p| p + 1);
+        let end = line_end(line.1);
+        match windows.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => windows.push((start, end)),
         }
     }
-    (shapes, key_blocks)
+    (windows, key_blocks)
 }
 
 /// What `regexes` (shapes or formats) find in `text`.
@@ -493,7 +538,10 @@ fn shaped(regexes: &[Regex], text: &str, found: &mut Vec<Found>) {
             if userless.is_some_and(|p| is_capitals(p.as_bytes())) {
                 continue;
             }
-            let (secret, name) = match captures.name("token").or(userless) {
+            let token = ["token", "token2", "token3", "token4"]
+                .iter()
+                .find_map(|g| captures.name(g));
+            let (secret, name) = match token.or(userless) {
                 // A user id (`-u 1000:1000`), not a password.
                 Some(token) if token.as_bytes().iter().all(u8::is_ascii_digit) => continue,
                 Some(token) => (token, None),
@@ -512,7 +560,7 @@ fn shaped(regexes: &[Regex], text: &str, found: &mut Vec<Found>) {
             }
             // After `Bearer` or `Authorization`, a word of prose (`Bearer
             // authorization is ...`) or an expression (`module.params[...]`).
-            if captures.name("token").is_some()
+            if token.is_some()
                 && (secret
                     .as_bytes()
                     .iter()
@@ -1334,6 +1382,8 @@ mod tests {
             "aaaaaaaaaaaaaaaaaaaaaaaa",
             "short1234567",
             "two words here and there",
+            "redhat_bugzilla_product_version",
+            "NSS_BUFLEN_PASSWD_AND_MORE",
         ] {
             assert!(!looks_random(text), "{text}");
         }
