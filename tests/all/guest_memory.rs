@@ -84,7 +84,7 @@ fn a_first_event_past_the_free_tail_leaves_the_heap_sound_for_later_ones() {
     let big = format!("{}\nDB_PASSWORD=hunter2\n", "x".repeat(2 << 20));
     assert!(big.len() > initial_memory(guests::REDACT_SECRETS));
     let mut events = vec![big];
-    events.extend((0..50).map(|i| format!("line {i}\nAPI_KEY=k{i}\n")));
+    events.extend((0..50).map(|i| format!("line {i}\nAPI_KEY=k3y-{i:04}\n")));
     for (i, text) in events.iter().enumerate() {
         let decision = decided(dispatch(&mut run, &tool_result("read_file", text)));
         let Flow::RewriteResult(out) = decision.flow else {

@@ -711,7 +711,7 @@ fn cookie_values(start: usize, list: &[u8], found: &mut Vec<Found>) {
 /// carry credentials.
 pub(crate) fn is_encoded_credentials(encoded: &[u8]) -> bool {
     let mut padded = encoded.to_vec();
-    while padded.len() % 4 != 0 {
+    while !padded.len().is_multiple_of(4) {
         padded.push(b'=');
     }
     let decoded = decode_base64(&padded);
@@ -926,7 +926,7 @@ fn percent_decoded(bytes: &[u8]) -> Option<(char, usize)> {
     let byte = hex(high)? * 16 + hex(low)?;
     (0x20..0x7f)
         .contains(&byte)
-        .then(|| (byte as u8 as char, 3))
+        .then_some((byte as u8 as char, 3))
 }
 
 /// A Cyrillic or Greek letter that looks like a Latin one, as that one.
