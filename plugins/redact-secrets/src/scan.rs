@@ -409,6 +409,7 @@ fn find_all(text: &str, emails: bool, found: &mut Vec<Found>) {
     if key_blocks {
         private_keys(text, found);
         encoded_private_keys(text, found);
+        der_private_keys(text, found);
     }
     rules::find(text, found);
     // The shapes span two lines at most: they are read around each line
@@ -467,6 +468,12 @@ fn triggers(text: &str) -> (Vec<Span>, bool) {
                 "-----end",
                 "putty-user-key-file",
                 ENCODED_BEGIN,
+                // How a private key's DER starts in base64 (RSA and PKCS #8
+                // keys of every size, EC and Ed25519 keys).
+                "MII",
+                "MHcCAQEE",
+                "MC4CAQAw",
+                "MIG",
             ]))
             .expect("the words build an automaton")
     });
@@ -866,6 +873,61 @@ fn private_keys(text: &str, found: &mut Vec<Found>) {
     }
 }
 
+/// A private key's body shown with neither its BEGIN nor its END line
+/// (`sed -n 2,20p key.pem`): lines of base64, 64 characters or more in all,
+/// whose DER is a private key's: a SEQUENCE whose first element is the
+/// version 0 or 1 and whose second is an INTEGER (RSA, DSA), a SEQUENCE
+/// (PKCS #8) or an OCTET STRING (EC). A certificate, a public key or a CSR
+/// starts with a SEQUENCE in a SEQUENCE and stays.
+fn der_private_keys(text: &str, found: &mut Vec<Found>) {
+    let bytes = text.as_bytes();
+    let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
+    let mut at = 0;
+    while let Some(m) = bytes[at..].iter().position(|&b| b == b'M') {
+        let start = at + m;
+        at = start + 1;
+        if start > 0 && base64(&bytes[start - 1]) {
+            continue;
+        }
+        // The run, across line ends while each line is all base64.
+        let mut end = start;
+        let mut encoded = Vec::new();
+        loop {
+            let run = bytes[end..].iter().take_while(|b| base64(b)).count();
+            encoded.extend_from_slice(&bytes[end..end + run]);
+            end += run;
+            let next = match bytes.get(end) {
+                Some(b'\n') => end + 1,
+                Some(b'\r') if bytes.get(end + 1) == Some(&b'\n') => end + 2,
+                _ => break,
+            };
+            let line = bytes[next..].iter().take_while(|b| base64(b)).count();
+            if line < 16 || run < 16 {
+                break;
+            }
+            end = next;
+        }
+        if encoded.len() >= 64 && is_private_key_der(&decode_base64(&encoded[..24])) {
+            found.push(Found {
+                span: (start, end),
+                kind: Kind::PrivateKey,
+            });
+        }
+        at = at.max(end);
+    }
+}
+
+/// Whether `der` starts as a private key's DER does (see
+/// [`der_private_keys`]).
+fn is_private_key_der(der: &[u8]) -> bool {
+    let body = match der {
+        [0x30, 0x82, _, _, rest @ ..] | [0x30, 0x81, _, rest @ ..] => rest,
+        [0x30, len, rest @ ..] if *len < 0x80 => rest,
+        _ => return false,
+    };
+    matches!(body, [0x02, 0x01, 0x00 | 0x01, 0x02 | 0x30 | 0x04, ..])
+}
+
 /// Another reading of a text, in which secrets hide from a reading of
 /// its bytes: percent-decoded (`password%3D...` in a logged form body or
 /// URL) or with look-alike letters read as the Latin ones they mimic
@@ -1096,6 +1158,31 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(&certificate), "{out}");
+    }
+
+    /// A key's body with neither marker goes by its DER; a certificate's
+    /// stays.
+    #[test]
+    fn a_private_key_s_body_goes_by_its_der() {
+        let line = |der: &[u8]| {
+            const ALPHABET: &[u8] =
+                b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+            let mut bytes = der.to_vec();
+            bytes.resize(96, 0x5a);
+            bytes
+                .chunks(3)
+                .flat_map(|c| {
+                    let v = u32::from_be_bytes([0, c[0], c[1], c[2]]);
+                    (0..4).map(move |i| ALPHABET[(v >> (18 - 6 * i) & 63) as usize] as char)
+                })
+                .collect::<String>()
+        };
+        let rsa = line(&[0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01]);
+        let certificate = line(&[0x30, 0x82, 0x03, 0x10, 0x30, 0x82, 0x02, 0xf8]);
+        let text = format!("$ sed -n 2,4p key.pem\n{rsa}\n{rsa}\nok");
+        assert_eq!(redacted(&text), "$ sed -n 2,4p key.pem\n[REDACTED PRIVATE KEY]\nok");
+        let text = format!("{certificate}\n{certificate}\n");
+        assert_eq!(redacted(&text), text);
     }
 
     /// Source code a model reads and edits keeps its references to where
@@ -1370,6 +1457,34 @@ mod tests {
             redacted("const TOKEN = \"t0k3n\";"),
             "const TOKEN = \"[REDACTED]\";"
         );
+    }
+
+    /// Text made of the pieces the readings and shapes turn on (escapes,
+    /// look-alikes, markers, multi-byte characters, line ends), in random
+    /// order: redaction never panics (a panic traps the guest and ends the
+    /// run) and never cuts a character.
+    #[test]
+    fn no_mix_of_markers_escapes_and_characters_breaks_it() {
+        const PIECES: [&str; 32] = [
+            "%", "%4", "%41", "%3D", "%E9", "\u{420}", "\u{430}", "é", "€", "😀", "password", "=", ": ",
+            "\n", "\r\n", "-----END PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----",
+            "PuTTY-User-Key-File-3: x\n", "Private-Lines: 1\n", "Private-MAC:", "Cookie: a=", ";",
+            "login u\n", "password ", "MIIEpAIBAAKCAQEA", "LS0tLS1CRUdJTi", "db:5432:a:b:", "u:$apr1$",
+            "-u ", "://u:", "@h/", "\"",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..12 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(PIECES[(state % PIECES.len() as u64) as usize]);
+            }
+            if let Some(out) = redact(&text, true) {
+                assert!(out.contains("[REDACTED"), "{text:?} -> {out:?}");
+            }
+        }
     }
 
     #[test]
