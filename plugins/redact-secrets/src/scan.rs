@@ -97,70 +97,100 @@ const VALUE: &str = r#"(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|(?P<bare
 /// the next flag).
 const FLAG_VALUE: &str = r#"(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s"'`,;&()\[\]{}<>\\-](?:[^\s"'`,;&()\[\]{}<>\\]|\\[^nrt"'\\])*))"#;
 
+/// What a shape waits for: one of the words of [`triggers`] in its group.
+const NAME: u16 = 1;
+const BEARER: u16 = 1 << 1;
+const AUTH: u16 = 1 << 2;
+const URL: u16 = 1 << 3;
+const COOKIE: u16 = 1 << 4;
+const SIG: u16 = 1 << 5;
+const USER: u16 = 1 << 6;
+const MYSQL: u16 = 1 << 7;
+const SECURE: u16 = 1 << 8;
+
+/// A shape: its pattern, the words it waits for, its regex once compiled.
+/// A fresh instance compiles only the shapes whose words its texts have
+/// (a run is a fresh instance: what it never needs, it never builds).
+struct Shape {
+    words: u16,
+    pattern: String,
+    regex: OnceLock<Regex>,
+}
+
+impl Shape {
+    fn regex(&self) -> &Regex {
+        self.regex.get_or_init(|| ascii(&self.pattern))
+    }
+}
+
 /// The rows of the module's table but the last two: a secret's `name` and
 /// its value, or a `token`.
-fn shapes() -> &'static [Regex] {
-    static SHAPES: OnceLock<Vec<Regex>> = OnceLock::new();
+fn shapes() -> &'static [Shape] {
+    static SHAPES: OnceLock<Vec<Shape>> = OnceLock::new();
     SHAPES.get_or_init(|| {
         let name = format!("(?P<name>{SECRET_NAME})");
         [
-            format!(
+            (NAME, format!(
                 r#"(?:^|[^A-Za-z0-9_.-])["']?{name}["']?[ \t]*(?P<op>={{1,3}}|:=|=>|\?=)[ \t]*{VALUE}"#
-            ),
-            format!(r#"["']{name}["'][ \t]*:[ \t]*{VALUE}"#),
-            format!(r"(?m)^[ \t]*(?:-[ \t]+)?{name}[ \t]*:[ \t]+{VALUE}"),
+            )),
+            (NAME, format!(r#"["']{name}["'][ \t]*:[ \t]*{VALUE}"#)),
+            (NAME, format!(r"(?m)^[ \t]*(?:-[ \t]+)?{name}[ \t]*:[ \t]+{VALUE}")),
             // A YAML `env` entry: the secret's name, then its value.
-            format!(
+            (NAME, format!(
                 r#"(?m)^[ \t]*(?:-[ \t]+)?name[ \t]*:[ \t]*["']?{name}["']?[ \t]*\r?\n[ \t]*value[ \t]*:[ \t]+{VALUE}"#
-            ),
-            format!(r#"(?:^|[\s"'=])--?{name}(?:=|[ \t]+){FLAG_VALUE}"#),
-            r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)".to_owned(),
-            r#"(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|token|digest|bearer)[ \t]+)?(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"#.to_owned(),
+            )),
+            (NAME, format!(r#"(?:^|[\s"'=])--?{name}(?:=|[ \t]+){FLAG_VALUE}"#)),
+            (BEARER, r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)".to_owned()),
+            (AUTH, r#"(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|token|digest|bearer)[ \t]+)?(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"#.to_owned()),
             // A user name has no brackets: `redis://[[USER]:PASSWORD@]HOST`
             // is a URL's syntax written out, not a URL. A password runs to
             // the last `@` before the host (it may hold `/` and `@`), never
             // into the query.
-            r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"'\[\]{}<>]+:(?P<token>[^\s"'<>?#]+)@[a-z0-9.-]+(?::[0-9]+)?(?:[/?#"'\s<>),;]|$)"#.to_owned(),
+            (URL, r#"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@"'\[\]{}<>]+:(?P<token>[^\s"'<>?#]+)@[a-z0-9.-]+(?::[0-9]+)?(?:[/?#"'\s<>),;]|$)"#.to_owned()),
             // No user at all, as Redis URLs are written
             // (`redis://:PASSWORD@HOST`).
-            r#"(?i)\b[a-z][a-z0-9+.-]*://:(?P<userless>[^\s@/"']+)@"#.to_owned(),
+            (URL, r#"(?i)\b[a-z][a-z0-9+.-]*://:(?P<userless>[^\s@/"']+)@"#.to_owned()),
             // An XML or HTML element named like a secret.
-            format!(r#"<{name}(?:[ \t][^>\n]*)?>(?P<text>[^<\n]+)</"#),
+            (NAME, format!(r#"<{name}(?:[ \t][^>\n]*)?>(?P<text>[^<\n]+)</"#)),
             // A quoted name and a quoted value as a call's first two arguments
             // (`define('DB_PASSWORD', '...')`, `config.set("token", "...")`).
-            format!(
+            (NAME, format!(
                 r#"\([ \t]*["']{name}["'][ \t]*,[ \t]*(?:"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)')"#
-            ),
+            )),
             // A flag and its value as two items of a YAML list (`args:`).
-            format!(
+            (NAME, format!(
                 r#"(?m)^[ \t]*-[ \t]+["']?--?{name}["']?[ \t]*\r?\n[ \t]*-[ \t]+{FLAG_VALUE}"#
-            ),
+            )),
             // `.netrc`: `login USER password PASSWORD`, on a line or two.
-            r"\blogin[ \t]+\S+[ \t]+password[ \t]+(?P<token>\S+)".to_owned(),
-            r"(?m)^[ \t]*login[ \t]+\S+[ \t]*\r?\n[ \t]*password[ \t]+(?P<token>\S+)".to_owned(),
+            (NAME, r"\blogin[ \t]+\S+[ \t]+password[ \t]+(?P<token>\S+)".to_owned()),
+            (NAME, r"(?m)^[ \t]*login[ \t]+\S+[ \t]*\r?\n[ \t]*password[ \t]+(?P<token>\S+)".to_owned()),
             // A user and password given to curl and its kind.
-            r#"(?:^|[\s"'])(?:-u|--user|--proxy-user)(?:[ \t]+|=)["']?[^\s:"'@]+:(?P<token>[^\s"'@]+)"#.to_owned(),
+            (USER, r#"(?:^|[\s"'])(?:-u|--user|--proxy-user)(?:[ \t]+|=)["']?[^\s:"'@]+:(?P<token>[^\s"'@]+)"#.to_owned()),
             // OpenSSL's pass phrase arguments (`-passin pass:SECRET`).
-            r#"(?:^|\s)-{1,2}pass(?:in|out|word)?[ \t]+pass:(?P<token>[^\s"']+)"#.to_owned(),
+            (NAME, r#"(?:^|\s)-{1,2}pass(?:in|out|word)?[ \t]+pass:(?P<token>[^\s"']+)"#.to_owned()),
             // keytool's and jarsigner's store and key passwords.
-            format!(r#"(?:^|[\s"'=])-{{1,2}}(?:src|dest)?(?:store|key)pass(?:=|[ \t]+){FLAG_VALUE}"#),
+            (NAME, format!(r#"(?:^|[\s"'=])-{{1,2}}(?:src|dest)?(?:store|key)pass(?:=|[ \t]+){FLAG_VALUE}"#)),
             // A password given to MySQL's clients (`-pSECRET`) and sshpass.
-            r#"\b(?:mysql|mysqldump|mysqladmin|mysqlsh|mariadb)\b[^\n|;&`]*?[ \t]-p(?P<token>[^\s"'`,;)-][^\s"'`]*)"#.to_owned(),
-            r#"\bsshpass[ \t]+(?:-[a-oq-z][ \t]+\S+[ \t]+)*-p[ \t]*(?P<token>[^\s"']+)"#.to_owned(),
+            (MYSQL, r#"\b(?:mysql|mysqldump|mysqladmin|mysqlsh|mariadb)\b[^\n|;&`]*?[ \t]-p(?P<token>[^\s"'`,;)-][^\s"'`]*)"#.to_owned()),
+            (NAME, r#"\bsshpass[ \t]+(?:-[a-oq-z][ \t]+\S+[ \t]+)*-p[ \t]*(?P<token>[^\s"']+)"#.to_owned()),
             // PowerShell's secure string made from plain text.
-            r#"(?i)ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?["'](?P<token>[^"'\n]+)["'][^\n]*-AsPlainText"#.to_owned(),
+            (SECURE, r#"(?i)ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?["'](?P<token>[^"'\n]+)["'][^\n]*-AsPlainText"#.to_owned()),
             // Cookies: a Set-Cookie's value, and every value of a Cookie.
-            r#"(?i)\bset-cookie[ \t]*:[ \t]*[^=\s;]+=(?P<token>[^;\s"']+)"#.to_owned(),
-            r#"(?i)(?:^|[\s"'])cookie[ \t]*:[ \t]*(?P<cookies>[^\r\n"']+)"#.to_owned(),
+            (COOKIE, r#"(?i)\bset-cookie[ \t]*:[ \t]*[^=\s;]+=(?P<token>[^;\s"']+)"#.to_owned()),
+            (COOKIE, r#"(?i)(?:^|[\s"'])cookie[ \t]*:[ \t]*(?P<cookies>[^\r\n"']+)"#.to_owned()),
             // A URL's signature or session token (Azure SAS, S3 and GCS
             // presigned URLs).
-            r#"(?i)[?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature)=(?P<token>[^&\s"'#]+)"#.to_owned(),
+            (SIG, r#"(?i)[?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-goog-signature)=(?P<token>[^&\s"'#]+)"#.to_owned()),
             // Credentials in base64 under an `auth` name (`.npmrc`'s
             // `_auth`, a Docker config's `auth`).
-            r#"(?P<auth>[A-Za-z0-9_.-]*(?i:auth))["']?[ \t]*[:=][ \t]*["']?(?P<encoded>[A-Za-z0-9+/]{8,}={0,2})"#.to_owned(),
+            (AUTH, r#"(?P<auth>[A-Za-z0-9_.-]*(?i:auth))["']?[ \t]*[:=][ \t]*["']?(?P<encoded>[A-Za-z0-9+/]{8,}={0,2})"#.to_owned()),
         ]
-        .iter()
-        .map(|pattern| ascii(pattern))
+        .into_iter()
+        .map(|(words, pattern): (u16, String)| Shape {
+            words,
+            pattern,
+            regex: OnceLock::new(),
+        })
         .collect()
     })
 }
@@ -169,18 +199,18 @@ fn shapes() -> &'static [Regex] {
 /// finds only beside their service's name though they are their own (a
 /// Telegram bot's, a Discord bot's), and the lines of `.pgpass` and of
 /// password hash files.
-fn formats() -> &'static [Regex] {
-    static FORMATS: OnceLock<[Regex; 1]> = OnceLock::new();
+fn formats() -> &'static Regex {
+    static FORMATS: OnceLock<Regex> = OnceLock::new();
     // One regex, so a text is read once for all of them.
     FORMATS.get_or_init(|| {
-        [ascii(concat!(
+        ascii(concat!(
             r"(?:^|[^A-Za-z0-9_-])(?P<token>[0-9]{8,10}:AA[A-Za-z0-9_-]{33})(?:[^A-Za-z0-9_-]|$)",
             r"|(?:^|[^A-Za-z0-9_.-])(?P<token2>[MNO][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38})(?:[^A-Za-z0-9_.-]|$)",
             // `.pgpass`: `host:port:database:user:password`.
             r"|(?m:^[^:\s#]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(?P<token3>\S+)$)",
             // A password's hash after its user (`.htpasswd`, `/etc/shadow`).
             r"|(?m:^[^:\s]+:(?P<token4>\$(?:apr1|2[aby]|[156y])\$[^\s:]+))",
-        ))]
+        ))
     })
 }
 
@@ -405,7 +435,7 @@ pub(crate) fn redact(text: &str, emails: bool) -> Option<String> {
 
 /// Every secret in `text` as it reads.
 fn find_all(text: &str, emails: bool, found: &mut Vec<Found>) {
-    let (named, key_blocks) = triggers(text);
+    let (windows, groups, key_blocks) = triggers(text);
     if key_blocks {
         private_keys(text, found);
         encoded_private_keys(text, found);
@@ -415,55 +445,71 @@ fn find_all(text: &str, emails: bool, found: &mut Vec<Found>) {
     // The shapes span two lines at most: they are read around each line
     // with a word of theirs, with the line before and the one after, not
     // over the whole text.
-    for (start, end) in named {
+    let wanted: Vec<&Regex> = if windows.is_empty() {
+        Vec::new()
+    } else {
+        shapes()
+            .iter()
+            .filter(|shape| shape.words & groups != 0)
+            .map(Shape::regex)
+            .collect()
+    };
+    for (start, end) in windows {
         let mut seen = Vec::new();
-        shaped(shapes(), &text[start..end], &mut seen);
+        shaped(&wanted, &text[start..end], &mut seen);
         found.extend(seen.into_iter().map(|f| Found {
             span: (f.span.0 + start, f.span.1 + start),
             kind: f.kind,
         }));
     }
-    shaped(formats(), text, found);
+    // Each format has a `:` or two `.` (and is not compiled before a text
+    // that could hold one).
+    if text.contains(':') || text.bytes().filter(|&b| b == b'.').nth(1).is_some() {
+        shaped(&[formats()], text, found);
+    }
     if emails && text.contains('@') {
         email_addresses(text, found);
     }
 }
 
 /// Where in `text` the words any of [`shapes`] needs are (each as the
-/// lines from the one before its line to the one after, merged), and
-/// whether it has a private key's start: most strings of a JSON document
-/// have neither, and are then past in one pass of an automaton instead of
-/// one per shape.
-fn triggers(text: &str) -> (Vec<Span>, bool) {
+/// lines from the one before its line to the one after, merged), which
+/// groups of them it has, and whether it has a private key's start: most
+/// strings of a JSON document have none, and are then past in one pass of
+/// an automaton instead of one per shape.
+fn triggers(text: &str) -> (Vec<Span>, u16, bool) {
     static WORDS: OnceLock<aho_corasick::AhoCorasick> = OnceLock::new();
-    // Every word of SECRET_NAME has one of the first eleven in it.
-    const WORDS_OF_SHAPES: [&str; 21] = [
-        "secret",
-        "s3cr",
-        "secr3",
-        "pass",
-        "pa55",
-        "pa$$",
-        "p4ss",
-        "p@ss",
-        "pwd",
-        "token",
-        "t0k",
-        "tok3",
-        "key",
-        "credential",
-        "bearer",
-        "auth",
-        "://",
-        "cookie",
-        "sig=",
-        "-u",
-        "securestring",
+    // Every word of SECRET_NAME has one of the NAME words in it.
+    const WORDS_OF_SHAPES: [(&str, u16); 24] = [
+        ("secret", NAME),
+        ("s3cr", NAME),
+        ("secr3", NAME),
+        ("pass", NAME),
+        ("pa55", NAME),
+        ("pa$$", NAME),
+        ("p4ss", NAME),
+        ("p@ss", NAME),
+        ("pwd", NAME),
+        ("token", NAME),
+        ("t0k", NAME),
+        ("tok3", NAME),
+        ("key", NAME),
+        ("credential", NAME),
+        ("bearer", BEARER),
+        ("auth", AUTH),
+        ("://", URL),
+        ("cookie", COOKIE),
+        ("sig=", SIG),
+        ("signature=", SIG),
+        ("-u", USER),
+        ("mysql", MYSQL),
+        ("mariadb", MYSQL),
+        ("securestring", SECURE),
     ];
     let words = WORDS.get_or_init(|| {
         aho_corasick::AhoCorasick::builder()
             .ascii_case_insensitive(true)
-            .build(WORDS_OF_SHAPES.iter().chain(&[
+            .build(WORDS_OF_SHAPES.iter().map(|(word, _)| *word).chain([
                 "-----begin",
                 "-----end",
                 "putty-user-key-file",
@@ -485,16 +531,18 @@ fn triggers(text: &str) -> (Vec<Span>, bool) {
             .map_or(bytes.len(), |p| at + p + 1)
     };
     let mut windows: Vec<Span> = Vec::new();
+    let mut groups = 0;
     let mut key_blocks = false;
     // The line of the last word found: each line is looked at once, so a
     // long line with many words costs no more than one with one.
     let mut line: Span = (0, 0);
     // Overlapping: a key's marker holds shape words (`PuTTY-User-Key`).
     for hit in words.find_overlapping_iter(text) {
-        if hit.pattern().as_usize() >= WORDS_OF_SHAPES.len() {
+        let Some((_, group)) = WORDS_OF_SHAPES.get(hit.pattern().as_usize()) else {
             key_blocks = true;
             continue;
-        }
+        };
+        groups |= group;
         if hit.start() >= line.0 && hit.end() <= line.1 {
             continue;
         }
@@ -514,11 +562,11 @@ fn triggers(text: &str) -> (Vec<Span>, bool) {
             _ => windows.push((start, end)),
         }
     }
-    (windows, key_blocks)
+    (windows, groups, key_blocks)
 }
 
 /// What `regexes` (shapes or formats) find in `text`.
-fn shaped(regexes: &[Regex], text: &str, found: &mut Vec<Found>) {
+fn shaped(regexes: &[&Regex], text: &str, found: &mut Vec<Found>) {
     let bytes = text.as_bytes();
     for regex in regexes {
         for captures in regex.captures_iter(bytes) {
@@ -1177,10 +1225,15 @@ mod tests {
                 })
                 .collect::<String>()
         };
-        let rsa = line(&[0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01]);
+        let rsa = line(&[
+            0x30, 0x82, 0x04, 0xa4, 0x02, 0x01, 0x00, 0x02, 0x82, 0x01, 0x01,
+        ]);
         let certificate = line(&[0x30, 0x82, 0x03, 0x10, 0x30, 0x82, 0x02, 0xf8]);
         let text = format!("$ sed -n 2,4p key.pem\n{rsa}\n{rsa}\nok");
-        assert_eq!(redacted(&text), "$ sed -n 2,4p key.pem\n[REDACTED PRIVATE KEY]\nok");
+        assert_eq!(
+            redacted(&text),
+            "$ sed -n 2,4p key.pem\n[REDACTED PRIVATE KEY]\nok"
+        );
         let text = format!("{certificate}\n{certificate}\n");
         assert_eq!(redacted(&text), text);
     }
@@ -1466,11 +1519,38 @@ mod tests {
     #[test]
     fn no_mix_of_markers_escapes_and_characters_breaks_it() {
         const PIECES: [&str; 32] = [
-            "%", "%4", "%41", "%3D", "%E9", "\u{420}", "\u{430}", "é", "€", "😀", "password", "=", ": ",
-            "\n", "\r\n", "-----END PRIVATE KEY-----", "-----BEGIN RSA PRIVATE KEY-----",
-            "PuTTY-User-Key-File-3: x\n", "Private-Lines: 1\n", "Private-MAC:", "Cookie: a=", ";",
-            "login u\n", "password ", "MIIEpAIBAAKCAQEA", "LS0tLS1CRUdJTi", "db:5432:a:b:", "u:$apr1$",
-            "-u ", "://u:", "@h/", "\"",
+            "%",
+            "%4",
+            "%41",
+            "%3D",
+            "%E9",
+            "\u{420}",
+            "\u{430}",
+            "é",
+            "€",
+            "😀",
+            "password",
+            "=",
+            ": ",
+            "\n",
+            "\r\n",
+            "-----END PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY-----",
+            "PuTTY-User-Key-File-3: x\n",
+            "Private-Lines: 1\n",
+            "Private-MAC:",
+            "Cookie: a=",
+            ";",
+            "login u\n",
+            "password ",
+            "MIIEpAIBAAKCAQEA",
+            "LS0tLS1CRUdJTi",
+            "db:5432:a:b:",
+            "u:$apr1$",
+            "-u ",
+            "://u:",
+            "@h/",
+            "\"",
         ];
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..20_000 {
