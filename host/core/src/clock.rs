@@ -8,7 +8,15 @@
 //! passed; [`Deadline::check`] then says how much longer the call may run,
 //! or that it is over. Where the thread's CPU clock cannot be read, the CPU
 //! time is the wall time, which is what the deadline counted before.
+//!
+//! Reading the thread's CPU clock is a system call (about 0.7 µs here, as
+//! much as a whole call into a small guest), so a call does not read it
+//! when it starts within [`CPU_READ_EVERY`] of the thread's last reading:
+//! it takes that reading plus the wall time since, which is at least the
+//! CPU time the thread has now. A call is so given at most
+//! [`CPU_READ_EVERY`] of CPU time beyond its deadline, never less than it.
 
+use std::cell::Cell;
 use std::time::{Duration, Instant};
 
 use wasmtime::{Trap, UpdateDeadline};
@@ -20,6 +28,23 @@ use crate::limits::LimitExceeded;
 /// time it used.
 pub(crate) const WALL_FACTOR: u32 = 10;
 
+/// How old a reading of the thread's CPU clock a call may start from.
+pub(crate) const CPU_READ_EVERY: Duration = Duration::from_millis(1);
+
+thread_local! {
+    /// This thread's CPU clock when last read, and when that was.
+    static LAST_READING: Cell<Option<(Instant, Duration)>> = const { Cell::new(None) };
+}
+
+/// The thread's CPU time now, read and remembered.
+fn read_cpu(now: Instant) -> Option<Duration> {
+    let cpu = thread_cpu_time();
+    if let Some(cpu) = cpu {
+        LAST_READING.with(|last| last.set(Some((now, cpu))));
+    }
+    cpu
+}
+
 /// When one call into a guest began, on both clocks.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CallClock {
@@ -28,18 +53,25 @@ pub(crate) struct CallClock {
 }
 
 impl CallClock {
-    /// The clocks now, on this thread.
+    /// The clocks now, on this thread: the CPU clock as last read if that
+    /// was within [`CPU_READ_EVERY`], plus the wall time since (no less
+    /// than the thread's CPU time now).
     pub(crate) fn start() -> CallClock {
+        let wall = Instant::now();
+        let recent = LAST_READING.with(Cell::get).and_then(|(at, cpu)| {
+            let since = wall.saturating_duration_since(at);
+            (since < CPU_READ_EVERY).then_some(cpu + since)
+        });
         CallClock {
-            cpu: thread_cpu_time(),
-            wall: Instant::now(),
+            cpu: recent.or_else(|| read_cpu(wall)),
+            wall,
         }
     }
 
     /// CPU time this thread spent since [`CallClock::start`] (wall time
     /// where the CPU clock cannot be read).
     fn cpu_used(&self) -> Duration {
-        match (self.cpu, thread_cpu_time()) {
+        match (self.cpu, read_cpu(Instant::now())) {
             (Some(then), Some(now)) => now.saturating_sub(then),
             _ => self.wall.elapsed(),
         }
@@ -139,6 +171,21 @@ mod tests {
             Ok(_) => panic!("a deadline that came was not moved on"),
             Err(e) => panic!("a sleeping call was stopped: {e}"),
         }
+    }
+
+    /// A call that starts soon after another takes the last reading on,
+    /// never less than the CPU time the thread has now.
+    #[test]
+    fn a_call_starting_soon_after_a_reading_starts_no_earlier_than_the_cpu_clock() {
+        let first = CallClock::start();
+        spin(|| first.wall.elapsed() >= CPU_READ_EVERY / 4);
+        let before = thread_cpu_time().expect("the CPU clock reads here");
+        let second = CallClock::start();
+        let start = second.cpu.expect("a CPU time");
+        assert!(
+            start >= before,
+            "a call started from {start:?}, before the CPU clock's {before:?}"
+        );
     }
 
     #[test]
