@@ -145,7 +145,10 @@ const CREDENTIAL_HEADERS: [&str; 4] = [
 /// A member that holds `user:password` in base64 (a Docker config's
 /// `auth`, `.npmrc`'s `_auth` as JSON).
 fn is_auth_name(name: &str) -> bool {
-    name.len() >= 4 && name[name.len() - 4..].eq_ignore_ascii_case("auth")
+    // Bytes: the name's last four need not be whole characters.
+    name.as_bytes()
+        .get(name.len().saturating_sub(4)..)
+        .is_some_and(|end| end.eq_ignore_ascii_case(b"auth"))
 }
 
 /// Whether `arg` is a command-line flag naming a secret (`--db-password`,
@@ -256,6 +259,20 @@ mod tests {
     }
 
     /// `text` as a JSON string.
+    /// A member name ending in a character of several bytes is read, not
+    /// cut inside it (a panic would trap the guest and end the run).
+    #[test]
+    fn member_names_ending_in_wide_characters_are_read_whole() {
+        assert_eq!(
+            redacted(r#"{"clé": "x", "日本": "y"}"#),
+            r#"{"clé": "x", "日本": "y"}"#
+        );
+        assert_eq!(
+            redacted(r#"{"auth": "Y2k6OGxlT0k3XnFHUjNpNXk="}"#),
+            r#"{"auth": "[REDACTED]"}"#
+        );
+    }
+
     fn serde_like(text: &str) -> String {
         let mut out = String::from("\"");
         for c in text.chars() {
