@@ -770,7 +770,6 @@ pub(crate) fn is_encoded_credentials(encoded: &[u8]) -> bool {
         padded.push(b'=');
     }
     let decoded = decode_base64(&padded);
-    let decoded = decoded.strip_suffix(b"\0").unwrap_or(&decoded);
     let decoded: &[u8] = {
         // Padding decodes to zero bytes at the end.
         let end = decoded.iter().rposition(|&b| b != 0).map_or(0, |p| p + 1);
@@ -794,11 +793,10 @@ const ENCODED_BEGIN: &str = "LS0tLS1CRUdJTi";
 /// which the lower-cased base64 of `-----BEGIN` holds.
 fn encoded_private_keys(text: &str, found: &mut Vec<Found>) {
     let bytes = text.as_bytes();
-    let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
     let mut from = 0;
     while let Some(at) = find(&bytes[from..], ENCODED_BEGIN.as_bytes()) {
         let start = from + at;
-        let end = start + bytes[start..].iter().take_while(|b| base64(b)).count();
+        let end = start + bytes[start..].iter().take_while(|b| is_base64(b)).count();
         // The header is in the first 100 characters (75 bytes).
         let head = decode_base64(&bytes[start..end.min(start + 100)]);
         if find(&head, b"PRIVATE KEY").is_some() {
@@ -809,6 +807,11 @@ fn encoded_private_keys(text: &str, found: &mut Vec<Found>) {
         }
         from = end.max(start + 1);
     }
+}
+
+/// Whether `b` is of standard base64's alphabet (padding included).
+fn is_base64(b: &u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
 }
 
 /// Standard base64 `encoded` decoded as far as it is whole quartets of the
@@ -881,11 +884,7 @@ fn private_keys(text: &str, found: &mut Vec<Found>) {
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |p| p + 1);
             let line = bytes[line_start..start - 1].trim_ascii();
-            if line.len() < 16
-                || !line
-                    .iter()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
-            {
+            if line.len() < 16 || !line.iter().all(is_base64) {
                 break;
             }
             start = line_start;
@@ -929,19 +928,18 @@ fn private_keys(text: &str, found: &mut Vec<Found>) {
 /// starts with a SEQUENCE in a SEQUENCE and stays.
 fn der_private_keys(text: &str, found: &mut Vec<Found>) {
     let bytes = text.as_bytes();
-    let base64 = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=');
     let mut at = 0;
     while let Some(m) = bytes[at..].iter().position(|&b| b == b'M') {
         let start = at + m;
         at = start + 1;
-        if start > 0 && base64(&bytes[start - 1]) {
+        if start > 0 && is_base64(&bytes[start - 1]) {
             continue;
         }
         // The run, across line ends while each line is all base64.
         let mut end = start;
         let mut encoded = Vec::new();
         loop {
-            let run = bytes[end..].iter().take_while(|b| base64(b)).count();
+            let run = bytes[end..].iter().take_while(|b| is_base64(b)).count();
             encoded.extend_from_slice(&bytes[end..end + run]);
             end += run;
             let next = match bytes.get(end) {
@@ -949,7 +947,7 @@ fn der_private_keys(text: &str, found: &mut Vec<Found>) {
                 Some(b'\r') if bytes.get(end + 1) == Some(&b'\n') => end + 2,
                 _ => break,
             };
-            let line = bytes[next..].iter().take_while(|b| base64(b)).count();
+            let line = bytes[next..].iter().take_while(|b| is_base64(b)).count();
             if line < 16 || run < 16 {
                 break;
             }
