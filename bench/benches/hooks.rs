@@ -440,6 +440,16 @@ fn main() {
     println!("\n{report}");
     let _ = std::fs::write(criterion_dir().join("hookbox-report.md"), &report);
     eprintln!("(report written in {:?})", started.elapsed());
+    // A regression of the hot path fails the run, so it is seen when it lands.
+    let over = over_the_floor(&medians(&criterion_dir()));
+    if !over.is_empty() {
+        eprintln!(
+            "hookbox is more than {:.0}% slower than raw wasmtime per event on {}: something on the hot path (host/core/src/stack/compose.rs, plugin.rs, clock.rs) costs more than it did",
+            (FLOOR - 1.0) * 100.0,
+            over.join(", ")
+        );
+        std::process::exit(1);
+    }
 }
 
 fn criterion_dir() -> PathBuf {
@@ -492,6 +502,30 @@ fn us(ns: f64) -> String {
     }
 }
 
+/// How much slower than raw wasmtime hookbox may be on a `continue` row.
+const FLOOR: f64 = 1.15;
+
+/// The `continue` rows where hookbox ÷ raw wasmtime is past [`FLOOR`], each
+/// with its ratio.
+fn over_the_floor(m: &BTreeMap<String, f64>) -> Vec<String> {
+    let mut over = Vec::new();
+    for n in STACKS {
+        for (_, size) in SIZES {
+            let param = format!("continue/{n}/{size}");
+            let (Some(hookbox), Some(raw)) = (
+                m.get(&format!("per_event/hookbox/{param}")),
+                m.get(&format!("per_event/raw-wasmtime/{param}")),
+            ) else {
+                continue;
+            };
+            if hookbox / raw > FLOOR {
+                over.push(format!("{param} ({:.2}×)", hookbox / raw));
+            }
+        }
+    }
+    over
+}
+
 fn report(dir: &Path, memory_kib: f64, cpython_in: Option<f64>) -> String {
     let m = medians(dir);
     let get = |id: &str| m.get(id).copied();
@@ -526,6 +560,16 @@ fn report(dir: &Path, memory_kib: f64, cpython_in: Option<f64>) -> String {
             }
         }
     }
+    let over = over_the_floor(&m);
+    out.push_str(&format!(
+        "\nThe floor: hookbox within {:.0}% of raw wasmtime on every `continue` row. {}\n",
+        (FLOOR - 1.0) * 100.0,
+        if over.is_empty() {
+            "Held.".to_owned()
+        } else {
+            format!("**Missed** on {}.", over.join(", "))
+        }
+    ));
     out.push_str("\n### Subprocess hooks (a process per hook per event)\n\n| stack | subprocess | hookbox | subprocess ÷ hookbox |\n|---|---|---|---|\n");
     for n in STACKS {
         if let (Some(sub), Some(hookbox)) = (

@@ -214,7 +214,7 @@ impl Plugin {
         let typed = |item: Option<Func>| {
             item.ok_or_else(|| load_error(LoadPhase::World, "missing export".into()))
         };
-        typed(probe.instance.get_func(&mut *store, plugin.on_event))?
+        typed(Some(probe.on_event))?
             .typed::<(&HookContext, &StepEvent), (Flow,)>(&*store)
             .map_err(|e| {
                 load_error(
@@ -321,10 +321,24 @@ impl Plugin {
         }
         store.set_hostcall_fuel(self.limits.answer_bytes);
         self.arm(&mut store);
-        match self.pre.instantiate(&mut store) {
-            Ok(instance) => Ok(PluginInstance { store, instance }),
-            Err(e) => Err(classify(&self.name, &self.limits, Cause::Load, e)),
-        }
+        let instance = self
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| classify(&self.name, &self.limits, Cause::Load, e))?;
+        let on_event = instance
+            .get_func(&mut store, self.on_event)
+            .ok_or_else(|| {
+                FailClosed::new(
+                    &self.name,
+                    Cause::Load,
+                    "`on-event` is missing from the instance",
+                )
+            })?;
+        Ok(PluginInstance {
+            store,
+            instance,
+            on_event,
+        })
     }
 
     /// Starts the deadline of one call into the guest, from now.
@@ -341,19 +355,9 @@ impl Plugin {
         event: &StepEvent,
     ) -> Result<Flow, FailClosed> {
         let store = &mut instance.store;
-        let func = instance
-            .instance
-            .get_func(&mut *store, self.on_event)
-            .ok_or_else(|| {
-                FailClosed::new(
-                    &self.name,
-                    Cause::Load,
-                    "`on-event` is missing from the instance",
-                )
-            })?;
         // SAFETY: `Plugin::from_bytes` type-checked `on-event` of this very
         // component against exactly these parameter and result types.
-        let on_event: OnEvent<'_> = unsafe { TypedFunc::new_unchecked(func) };
+        let on_event: OnEvent<'_> = unsafe { TypedFunc::new_unchecked(instance.on_event) };
         self.arm(store);
         let result = on_event.call(&mut *store, (ctx, event));
         if store.data_mut().drain_output() {
@@ -388,6 +392,8 @@ impl Plugin {
 pub(crate) struct PluginInstance {
     store: Store<PluginState>,
     instance: wasmtime::component::Instance,
+    /// Its `on-event`, looked up once.
+    on_event: wasmtime::component::Func,
 }
 
 impl PluginInstance {

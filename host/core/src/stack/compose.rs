@@ -152,10 +152,10 @@ fn accumulate(
             continue;
         };
         let decision = decision?;
-        let plugin = decision.plugin.clone().unwrap_or_else(|| Arc::from("?"));
         match decision.flow {
             Flow::Continue => {}
             Flow::PatchRequest(patch) => {
+                let plugin = decision.plugin.unwrap_or_else(|| Arc::from("?"));
                 merged = Some(match merged {
                     None => (patch, plugin),
                     Some((mut acc, earlier)) => {
@@ -336,6 +336,7 @@ impl Slot {
         kind: EventKind,
         asking: &mut Asking<'_>,
     ) -> Option<Outcome> {
+        let observer = asking.observer;
         let (name, shadow) = match self {
             // A nested stack's own slots report themselves.
             Slot::Stack { .. } => return Some(self.decide(ctx, event, kind, asking)),
@@ -344,10 +345,15 @@ impl Slot {
                 shadow: true,
                 ..
             } => return None, // reported when it failed; a run never dies of a shadow
+            // Nobody to tell and nothing to record: the hot path.
+            Slot::Plugin { shadow: false, .. } | Slot::Native { .. } | Slot::Unloadable { .. }
+                if observer.is_none() =>
+            {
+                return Some(self.decide(ctx, event, kind, asking));
+            }
             Slot::Plugin { plugin, shadow, .. } => (plugin.name_arc().clone(), *shadow),
             Slot::Native { name, .. } | Slot::Unloadable { name, .. } => (name.clone(), false),
         };
-        let observer = asking.observer;
         let started = observer.map(|_| Instant::now());
         let outcome = self.decide(ctx, event, kind, asking);
         if let (Some(observer), Some(started)) = (observer, started) {
@@ -496,8 +502,10 @@ fn checked(plugin: &Arc<str>, kind: EventKind, flow: Flow) -> Outcome {
         }
         _ => {}
     }
+    // A continue names nobody: no hook decided anything.
+    let plugin = (!flow.is_continue()).then(|| plugin.clone());
     Ok(Decision {
-        plugin: Some(plugin.clone()),
+        plugin,
         ..Decision::new(flow)
     })
 }
