@@ -70,8 +70,10 @@ fn main() -> Result<()> {
         std::fs::write(&file, component)?;
         let constant = name.to_uppercase().replace('-', "_");
         constants.push_str(&format!(
-            "/// The `{name}` guest, as a component.\npub const {constant}: &str = {:?};\n",
-            file.display().to_string()
+            "/// The `{name}` guest, as a component.\npub const {constant}: &str = {:?};\n\
+             /// The `{name}` guest's core module, before it is encoded.\npub const {constant}_MODULE: &str = {:?};\n",
+            file.display().to_string(),
+            core.display().to_string()
         ));
     }
     // Built as they are, copied as they are.
@@ -103,6 +105,14 @@ fn main() -> Result<()> {
             .iter()
             .chain(WASI_GUESTS)
             .map(|n| format!("({n:?}, {})", n.to_uppercase().replace('-', "_")))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    constants.push_str(&format!(
+        "/// Every guest encoded from a core module: (name, core module path).\npub const MODULES: &[(&str, &str)] = &[{}];\n",
+        guests
+            .iter()
+            .map(|n| format!("({n:?}, {}_MODULE)", n.to_uppercase().replace('-', "_")))
             .collect::<Vec<_>>()
             .join(", ")
     ));

@@ -85,6 +85,38 @@ macro_rules! hook {
     };
 }
 
+/// Names the guard's start-up, for `hookbox build` to run once when it
+/// builds the guard: the memory it leaves is the memory every run's fresh
+/// instance starts from (a snapshot, as Wizer takes one), so work every run
+/// would do first (compiling regexes, building tables) is done once.
+///
+/// The function runs before any event, with no host: it may not read its
+/// settings or scratchpad, log, or call anything else the host provides
+/// (the build fails, naming the call). A guard built without `hookbox
+/// build` (plain `cargo build` and `wasm-tools component new`) ignores it
+/// and builds what it needs on first use, as before.
+///
+/// ```ignore
+/// fn prepare() {
+///     std::sync::LazyLock::force(&PATTERNS);
+/// }
+/// hookbox_sdk::pre_initialize!(prepare);
+/// ```
+#[macro_export]
+macro_rules! pre_initialize {
+    ($init:path) => {
+        #[doc(hidden)]
+        #[cfg(target_arch = "wasm32")]
+        #[unsafe(export_name = "wizer-initialize")]
+        pub extern "C" fn __hookbox_pre_initialize() {
+            $init()
+        }
+        // Natively (a guard's unit tests) the function is still used.
+        #[cfg(not(target_arch = "wasm32"))]
+        const _: fn() = $init;
+    };
+}
+
 /// With the `initial-heap` feature: [`alloc::InitialHeap`] as the guest's
 /// global allocator.
 #[cfg(feature = "initial-heap")]

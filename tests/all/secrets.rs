@@ -299,6 +299,24 @@ fn corpus() -> Vec<(String, String, String, String)> {
     cases
 }
 
+/// The pre-initialised build (what `hookbox build` and `cargo demo` ship:
+/// every regex built once, at build time) decides every case of the
+/// corpus as the plain build, which builds them in each run.
+#[test]
+fn the_pre_initialised_build_decides_every_case_as_the_plain_one() {
+    let plain = redactor(false);
+    let built = built_as_hookbox_builds(guests::REDACT_SECRETS_MODULE);
+    let pre = stack(&[plugin(&built, &[("emails", "false")])]);
+    let mut differ = Vec::new();
+    for (class, name, _, text) in &corpus() {
+        let [a, b] = [&plain, &pre].map(|stack| redacted(&mut stack.start_run("case"), text));
+        if a != b {
+            differ.push(format!("{class} {name}: {a:?} / pre-initialised {b:?}"));
+        }
+    }
+    assert!(differ.is_empty(), "{}", differ.join("\n"));
+}
+
 /// Every case of the benchmark's corpus as the benchmark reads it: each
 /// secret is redacted (but those the corpus says redact-secrets misses,
 /// and why), each text that holds none (`not/...`) is left as it is. The benchmark (bench/secrets/run.sh) also runs three other scanners

@@ -13,6 +13,25 @@ pub fn runtime() -> &'static Runtime {
     RUNTIME.get_or_init(|| Runtime::new(RuntimeConfig::default()).expect("runtime"))
 }
 
+/// The component `hookbox build` makes of the guest core module at
+/// `module` (pre-initialised when it asks to be), written once per test
+/// binary; its path.
+pub fn built_as_hookbox_builds(module: &str) -> String {
+    static BUILT: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    let mut built = BUILT.get_or_init(Default::default).lock().unwrap();
+    if let Some(path) = built.get(module) {
+        return path.clone();
+    }
+    let bytes = std::fs::read(module).expect("the guest's core module");
+    let component = hookbox_author::component_of_module(&bytes).expect("hookbox build's encoding");
+    let name = std::path::Path::new(module).file_name().unwrap();
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    std::fs::write(&path, component).unwrap();
+    let path = path.display().to_string();
+    built.insert(module.to_owned(), path.clone());
+    path
+}
+
 /// The guest at `path` with `config`, compiled once per test binary.
 pub fn plugin(path: &str, config: &[(&str, &str)]) -> Arc<Plugin> {
     plugin_with(path, config, None)

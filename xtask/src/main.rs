@@ -146,12 +146,17 @@ fn rel(root: &Path, path: &Path) -> String {
 /// Copies the example plugins (not the test guests) into `dir`.
 fn copy_plugins(dir: &Path) -> Result<Vec<&'static str>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (name, path) in guests::ALL
+    // Built as `hookbox build` builds them: a guard that names a start-up
+    // (redact-secrets) ships pre-initialised.
+    for (name, module) in guests::MODULES
         .iter()
         .filter(|(name, _)| guests::EXAMPLES.contains(name))
     {
-        std::fs::copy(path, dir.join(format!("{name}.wasm")))
-            .with_context(|| format!("copying {name}"))?;
+        let core = std::fs::read(module).with_context(|| format!("reading {module}"))?;
+        let component = hookbox_author::component_of_module(&core)
+            .with_context(|| format!("building {name}"))?;
+        std::fs::write(dir.join(format!("{name}.wasm")), component)
+            .with_context(|| format!("writing {name}"))?;
     }
     Ok(guests::EXAMPLES.to_vec())
 }

@@ -7,6 +7,7 @@
 //! | [`lang`] | recognising a project's language and building it into a component |
 //! | [`cases`] | test cases: events with the net flow they must get, run against a guard or a directory |
 //! | [`lock`] | pinning a plugin directory's files by their sha256 in `hookbox.toml` |
+//! | [`preinit`] | running a guard's start-up once at build time, its memory kept as every run's start |
 //!
 //! A build is checked as hookbox loads plugins: a component that would be
 //! refused at load is a failed build, with the same diagnostic.
@@ -21,10 +22,21 @@ mod error;
 pub mod lang;
 pub mod lock;
 pub mod new;
+pub mod preinit;
 
 pub use error::Error;
 pub use lang::{Language, Project};
 pub use new::{NewOptions, new};
+
+/// A Rust guard's core module (built for `wasm32-unknown-unknown`) as the
+/// component `hookbox build` makes of it: pre-initialised if it exports
+/// [`preinit::INIT_EXPORT`], then encoded.
+///
+/// # Errors
+/// [`Error::Build`] naming the step that failed.
+pub fn component_of_module(module: &[u8]) -> Result<Vec<u8>, Error> {
+    lang::encode(Language::Rust, module, None)
+}
 
 /// A guard built and checked.
 pub struct Built {

@@ -116,6 +116,20 @@ fn keywords() -> &'static (AhoCorasick, Vec<Vec<usize>>) {
     })
 }
 
+/// Builds all a scan may use (the keyword automaton, every rule's regex
+/// and allowlist, each with its search cache) now instead of on first use:
+/// a pre-initialised build keeps them in the memory every run starts from.
+pub(crate) fn prepare() {
+    keywords();
+    for (rule, r) in RULES.iter().enumerate() {
+        compiled(rule).is_match(b"");
+        for allow in r.allowlists {
+            allow_set(allow).is_match(b"");
+        }
+    }
+    allow_set(&GLOBAL).is_match(b"");
+}
+
 /// Rule `rule`'s findings in `text[window]`.
 fn run(rule: usize, text: &str, (start, end): Span, found: &mut Vec<Found>) {
     let r = &RULES[rule];

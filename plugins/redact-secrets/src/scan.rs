@@ -415,6 +415,37 @@ fn names_a_variable(value: &[u8]) -> bool {
         && std::str::from_utf8(last).is_ok_and(is_secret_name)
 }
 
+/// Builds every regex and automaton a scan may use, with its search cache,
+/// so that a pre-initialised build starts each run with them built.
+pub(crate) fn prepare() {
+    crate::rules::prepare();
+    for shape in shapes() {
+        shape.regex().is_match(b"");
+    }
+    formats().is_match(b"");
+    triggers("");
+    // The scans with a regex of their own, on texts that reach it.
+    is_secret_name("token");
+    names_no_secret("token");
+    let mut found = Vec::new();
+    private_keys("-----BEGIN PRIVATE KEY-----", &mut found);
+    email_addresses("a@example.com", &mut found);
+    // Each regex's lazy DFA keeps the states it met: meeting the kinds of
+    // text tool results hold now saves each run building them again.
+    for text in WARM_UP {
+        redact(text, true);
+    }
+}
+
+/// Texts of the shapes tool results have, each with a secret, scanned once
+/// at build time (the tokens are made up, in their formats' alphabets).
+const WARM_UP: &[&str] = &[
+    "DATABASE_URL=postgres://app:Xq7vR2mPz9@db.internal:5432/app\nOPENAI_API_KEY=sk-proj-Qm3vT8xW2nL5kR9pZ4yB7cF1hJ6dG0sA\nAWS_ACCESS_KEY_ID=AKIAQX7MZ2LWPV4RT9NB\nAWS_SECRET_ACCESS_KEY=t8Vq2Lm9Xz4Rw7Kp3Nb6Yc1Hd5Gf0Js8Ae2Ui4Oo\nGITHUB_TOKEN=ghp_R8vL2mQ9xZ4tW7kP3nB6yC1hD5gF0jS8aE2u\nmaintainer: alice@example.com\n",
+    r#"{"apiVersion":"v1","kind":"Secret","data":{"password":"cDRzc3cwcmQtZXhhbXBsZQ=="},"spec":{"containers":[{"env":[{"name":"DB_PASSWORD","value":"Zt6pX2qL9mVw"}]}],"auth":{"token":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.Qm3vT8xW2nL5kR9pZ4yB7cF1hJ6dG0sA"}}}"#,
+    "$ curl -H 'Authorization: Bearer xoxb-2148293748-9384729384-Qm3vT8xW2nL5kR9pZ4yB7cF1' https://api.example.com/v1/items?sig=Qm3vT8xW2nL5kR9p\n$ mysql -u root -pHunter2Secret app\nexport STRIPE_KEY=sk_live_51Hq8vL2mQ9xZ4tW7kP3nB6yC1\n",
+    "password: Zt6pX2qL9mVw\nsecret_key = \"9f8e7d6c5b4a39281716f5e4d3c2b1a0\"\n<password>Zt6pX2qL9mVw</password>\nCookie: session=Qm3vT8xW2nL5kR9pZ4yB7cF1; theme=dark\n",
+];
+
 /// `text` with every secret found in it replaced, or `None` when it has
 /// none.
 pub(crate) fn redact(text: &str, emails: bool) -> Option<String> {
@@ -1133,6 +1164,14 @@ mod tests {
 
     fn redacted(text: &str) -> String {
         redact(text, true).unwrap_or_else(|| text.to_owned())
+    }
+
+    /// What the pre-initialised build runs at build time builds every
+    /// regex, and a scan after it finds what it found before.
+    #[test]
+    fn prepare_builds_everything_and_scans_go_on_the_same() {
+        prepare();
+        assert_eq!(redacted("DB_PASSWORD=hunter2"), "DB_PASSWORD=[REDACTED]");
     }
 
     /// One test per row of the module's table.

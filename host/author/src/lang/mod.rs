@@ -240,7 +240,8 @@ fn is_executable(path: &Path) -> bool {
 }
 
 /// A core module (with the world's type embedded) encoded as a component,
-/// its WASI imports answered by `adapter` if given.
+/// its WASI imports answered by `adapter` if given; pre-initialised first
+/// when it exports [`crate::preinit::INIT_EXPORT`].
 pub(crate) fn encode(
     language: Language,
     module: &[u8],
@@ -250,6 +251,20 @@ pub(crate) fn encode(
         language: language.name(),
         step: "encoding the component".into(),
         output: format!("{e:#}"),
+    };
+    let snapshot;
+    let module = if crate::preinit::asks_for_it(module) {
+        snapshot = crate::preinit::pre_initialize(module).map_err(|output| Error::Build {
+            language: language.name(),
+            step: format!(
+                "pre-initialising (running `{}` once)",
+                crate::preinit::INIT_EXPORT
+            ),
+            output,
+        })?;
+        &snapshot[..]
+    } else {
+        module
     };
     let mut encoder = wit_component::ComponentEncoder::default();
     encoder.module(module).map_err(fail)?;

@@ -1,0 +1,266 @@
+//! `cargo bench -p hookbox-bench --bench per_run`: what each shipped guard
+//! costs a run, against deny-tools, in one process. A run is a fresh
+//! instance (a session in `hookbox serve`, an invocation in the Python and
+//! Node bindings, a process for a command hook), so what a guard builds
+//! before its first answer is paid by every run.
+//!
+//! Each guard is built as `hookbox build` and `cargo demo` build it (a guard
+//! that names a start-up is pre-initialised), then measured two ways: a
+//! fresh run asked one event, and the same event in a run already warm.
+//! The languages' conformance guards (`languages/build.sh`) are measured
+//! too where built. The table is printed and written to
+//! `target/criterion/per-run-report.md`; the run exits 1 when a guard's
+//! fresh run on its everyday event costs more than [`BOUND`] times
+//! deny-tools'.
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{BenchmarkId, Criterion};
+use hookbox::{
+    CompletionCall, HookContext, HookStack, InvalidToolCall, Plugin, PluginOptions, Runtime,
+    RuntimeConfig, StepEvent, ToolCall, ToolResult,
+};
+use hookbox_tests::guests;
+
+/// How many times deny-tools' per-run cost a guard may cost.
+const BOUND: f64 = 10.0;
+
+/// One row: a guard, the event it is asked, whether the bound applies.
+struct Row {
+    id: String,
+    guard: String,
+    event_label: &'static str,
+    event: StepEvent,
+    bounded: bool,
+    stack: HookStack,
+    /// Whether a run goes on after the event (call-budget's ends, once its
+    /// budget is spent): then it has a warm cost.
+    warm: bool,
+}
+
+fn tool_call(tool: &str, args: &str) -> StepEvent {
+    StepEvent::ToolCall(ToolCall {
+        tool_name: tool.into(),
+        tool_call_id: Some("call-1".into()),
+        internal_call_id: "i-1".into(),
+        args: args.into(),
+    })
+}
+
+fn tool_result(text: &str) -> StepEvent {
+    StepEvent::ToolResult(ToolResult {
+        tool_name: "read_file".into(),
+        internal_call_id: "i-1".into(),
+        args: r#"{"path":"config/app.env"}"#.into(),
+        result: text.into(),
+        ..Default::default()
+    })
+}
+
+/// The event each shipped guard is asked most: what an agent sends every
+/// turn, and nothing for it to stop.
+fn everyday(guard: &str) -> (&'static str, StepEvent) {
+    match guard {
+        "inject-context" => (
+            "completion-call",
+            StepEvent::CompletionCall(CompletionCall {
+                prompt: "Tidy up this project.".into(),
+                turn: 1,
+                ..Default::default()
+            }),
+        ),
+        "repair-tools" => (
+            "invalid-tool-call",
+            StepEvent::InvalidToolCall(InvalidToolCall {
+                tool_name: "read_fil".into(),
+                args: Some(r#"{"path":"README.md"}"#.into()),
+                ..Default::default()
+            }),
+        ),
+        "redact-secrets" => (
+            "tool-result, no secret",
+            tool_result(
+                "# acme-service\n\nA small web service. Run it with `cargo run`.\nSee docs/deploy.md for the staging host.\n",
+            ),
+        ),
+        _ => (
+            "tool-call",
+            tool_call("read_file", r#"{"path":"src/main.rs"}"#),
+        ),
+    }
+}
+
+fn stack_of(plugin: Plugin) -> HookStack {
+    let mut stack = HookStack::new();
+    stack.push_plugin(Arc::new(plugin));
+    stack
+}
+
+fn rows(runtime: &Runtime) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (name, module) in guests::MODULES
+        .iter()
+        .filter(|(name, _)| guests::EXAMPLES.contains(name))
+    {
+        let core = std::fs::read(module).expect("the guard's core module");
+        let bytes = hookbox_author::component_of_module(&core).expect("built as hookbox builds");
+        let load =
+            || Plugin::from_bytes(runtime, name, &bytes, PluginOptions::default()).expect("loads");
+        let (event_label, event) = everyday(name);
+        rows.push(Row {
+            id: (*name).to_owned(),
+            guard: (*name).to_owned(),
+            event_label,
+            event,
+            bounded: true,
+            stack: stack_of(load()),
+            warm: true,
+        });
+        if *name == "redact-secrets" {
+            rows.push(Row {
+                id: "redact-secrets-secret".to_owned(),
+                guard: (*name).to_owned(),
+                event_label: "tool-result with a secret",
+                event: tool_result(
+                    "DATABASE_URL=postgres://db/app\nOPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\n", // gitleaks:allow
+                ),
+                bounded: false,
+                stack: stack_of(load()),
+                warm: true,
+            });
+        }
+    }
+    for language in ["rust", "javascript", "javascript-aot", "python", "c", "go"] {
+        let path = if language == "rust" {
+            PathBuf::from(guests::TOOLGUARD)
+        } else {
+            target_dir().join(format!("languages/{language}/toolguard.wasm"))
+        };
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let plugin = Plugin::from_bytes(runtime, "toolguard", &bytes, PluginOptions::default())
+            .unwrap_or_else(|e| panic!("{language}: {e}"));
+        rows.push(Row {
+            id: format!("toolguard-{language}"),
+            guard: format!("toolguard ({language})"),
+            event_label: "tool-call",
+            event: tool_call("read_file", r#"{"path":"src/main.rs"}"#),
+            // Interpreted languages start an interpreter: measured, not bound.
+            bounded: language == "rust",
+            stack: stack_of(plugin),
+            warm: true,
+        });
+    }
+    rows
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+fn ctx() -> HookContext {
+    HookContext {
+        run_id: "bench".into(),
+        turn: 1,
+        is_streaming: false,
+        agent_name: None,
+    }
+}
+
+fn bench(c: &mut Criterion, rows: &mut [Row]) {
+    let ctx = ctx();
+    let mut group = c.benchmark_group("per_run");
+    for row in rows.iter_mut() {
+        group.bench_function(BenchmarkId::new("fresh", &row.id), |b| {
+            b.iter(|| {
+                let mut run = row.stack.start_run("bench");
+                black_box(run.dispatch(&ctx, &row.event).expect("answers"));
+            })
+        });
+        // A run the event ends (call-budget's, once spent) has no warm cost.
+        let mut run = row.stack.start_run("bench");
+        for _ in 0..1000 {
+            run.dispatch(&ctx, &row.event).expect("answers");
+        }
+        row.warm = !run.is_over();
+        if !row.warm {
+            continue;
+        }
+        group.bench_function(BenchmarkId::new("warm", &row.id), |b| {
+            b.iter(|| black_box(run.dispatch(&ctx, &row.event).expect("answers")))
+        });
+    }
+    group.finish();
+}
+
+fn median(kind: &str, id: &str) -> Option<f64> {
+    let file = target_dir().join(format!("criterion/per_run/{kind}/{id}/new/estimates.json"));
+    let estimates: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+fn us(ns: f64) -> String {
+    if ns >= 1000.0 {
+        format!("{:.1} µs", ns / 1000.0)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// The table, and the rows past the bound.
+fn report(rows: &[Row]) -> (String, Vec<String>) {
+    let baseline = median("fresh", "deny-tools").expect("deny-tools was measured");
+    let mut out = String::from(
+        "| guard | event | fresh run, first event | same event, warm run | start-up (fresh − warm) | fresh ÷ deny-tools |\n|---|---|---|---|---|---|\n",
+    );
+    let mut over = Vec::new();
+    for row in rows {
+        let Some(fresh) = median("fresh", &row.id) else {
+            continue;
+        };
+        // Warm only while the run goes on (see `bench`).
+        let warm = median("warm", &row.id).filter(|_| row.warm);
+        let ratio = fresh / baseline;
+        if row.bounded && ratio > BOUND {
+            over.push(format!("{} ({ratio:.1}×)", row.guard));
+        }
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {ratio:.1}×{} |\n",
+            row.guard,
+            row.event_label,
+            us(fresh),
+            warm.map_or("– (the run ended)".into(), us),
+            warm.map_or("–".into(), |warm| us((fresh - warm).max(0.0))),
+            if row.bounded { "" } else { " (not bound)" }
+        ));
+    }
+    (out, over)
+}
+
+fn main() {
+    let runtime = Runtime::new(RuntimeConfig::default()).expect("runtime");
+    let mut rows = rows(&runtime);
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
+        .configure_from_args();
+    bench(&mut c, &mut rows);
+    c.final_summary();
+    let (table, over) = report(&rows);
+    println!("\n{table}");
+    let _ = std::fs::write(target_dir().join("criterion/per-run-report.md"), &table);
+    if !over.is_empty() {
+        eprintln!(
+            "past {BOUND}× deny-tools' cost per run: {}; does the guard build something on first use that `hookbox_sdk::pre_initialize!` could build at build time?",
+            over.join(", ")
+        );
+        std::process::exit(1);
+    }
+}
