@@ -120,17 +120,53 @@ fn rows(runtime: &Runtime) -> Vec<Row> {
             warm: true,
         });
         if *name == "redact-secrets" {
-            rows.push(Row {
-                id: "redact-secrets-secret".to_owned(),
-                guard: (*name).to_owned(),
-                event_label: "tool-result with a secret",
-                event: tool_result(
-                    "DATABASE_URL=postgres://db/app\nOPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\n", // gitleaks:allow
+            // With a secret, and both ways as the plain build (`cargo build`
+            // and `wasm-tools component new`: no start-up run), which builds
+            // its regexes in every run.
+            let secret = tool_result(
+                "DATABASE_URL=postgres://db/app\nOPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\n", // gitleaks:allow
+            );
+            let plain = || {
+                Plugin::from_file(
+                    runtime,
+                    Path::new(guests::REDACT_SECRETS),
+                    PluginOptions::default(),
+                )
+                .expect("loads")
+            };
+            for (id, guard, event_label, event, plugin) in [
+                (
+                    "redact-secrets-secret",
+                    "redact-secrets",
+                    "tool-result with a secret",
+                    secret.clone(),
+                    load(),
                 ),
-                bounded: false,
-                stack: stack_of(load()),
-                warm: true,
-            });
+                (
+                    "redact-secrets-plain",
+                    "redact-secrets, plain build",
+                    "tool-result, no secret",
+                    everyday(name).1,
+                    plain(),
+                ),
+                (
+                    "redact-secrets-plain-secret",
+                    "redact-secrets, plain build",
+                    "tool-result with a secret",
+                    secret,
+                    plain(),
+                ),
+            ] {
+                rows.push(Row {
+                    id: id.to_owned(),
+                    guard: guard.to_owned(),
+                    event_label,
+                    event,
+                    bounded: false,
+                    stack: stack_of(plugin),
+                    warm: true,
+                });
+            }
         }
     }
     for language in ["rust", "javascript", "javascript-aot", "python", "c", "go"] {
