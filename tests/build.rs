@@ -15,6 +15,7 @@ const EXAMPLES: &[&str] = &[
     "call-budget",
     "inject-context",
     "repair-tools",
+    "egress",
 ];
 
 /// The test guests in `tests/guests/` built like the examples, and the Rust

@@ -37,6 +37,11 @@ fn deny_tools() {
 }
 
 #[test]
+fn egress() {
+    passes("egress", guests::EGRESS);
+}
+
+#[test]
 fn inject_context() {
     passes("inject-context", guests::INJECT_CONTEXT);
 }

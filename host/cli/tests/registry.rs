@@ -145,11 +145,24 @@ fn oci(tools: &Path, args: &[&str]) -> String {
 /// Signs the manifest `digest` in the registry's `guards/deny-tools` with
 /// `keys/NAME.key`, as cosign would; `bad` flips a byte of the signature.
 fn sign(tools: &Path, registry: &Registry, keys: &Path, digest: &str, name: &str, bad: bool) {
+    sign_in("guards/deny-tools", tools, registry, keys, digest, name, bad);
+}
+
+/// [`sign`] for the guard in `repository`.
+fn sign_in(
+    repository: &str,
+    tools: &Path,
+    registry: &Registry,
+    keys: &Path,
+    digest: &str,
+    name: &str,
+    bad: bool,
+) {
     let key = keys.join(format!("{name}.key"));
     let mut args = vec![
         "sign",
         &registry.host,
-        "guards/deny-tools",
+        repository,
         digest,
         key.to_str().unwrap(),
     ];
@@ -203,14 +216,19 @@ fn plugin_dir(label: &str, from: &Path, keys: &[&str], source: &str) -> PathBuf 
 /// What the directory's stack answers to a shell call (`skip` when
 /// deny-tools runs), or the load failure.
 fn shell_call(dir: &Path) -> Result<String, String> {
+    answer(dir, r#"{"event":"tool-call","tool_name":"shell","args":"{}"}"#)
+}
+
+/// The flow the directory's stack answers to `event` (its JSON form), or
+/// the load failure.
+fn answer(dir: &Path, event: &str) -> Result<String, String> {
     let runtime = hookbox::Runtime::new(Default::default()).unwrap();
     let loaded = hookbox::directory::load(&runtime, dir).map_err(|e| e.to_string())?;
     if let Some((_, error)) = loaded.failures().next() {
         return Err(format!("{}: {}", error.phase, error.reason));
     }
     let mut run = loaded.stack.start_run("r");
-    let event: hookbox::StepEvent =
-        serde_json::from_str(r#"{"event":"tool-call","tool_name":"shell","args":"{}"}"#).unwrap();
+    let event: hookbox::StepEvent = serde_json::from_str(event).unwrap();
     let ctx = hookbox::HookContext {
         run_id: "r".into(),
         turn: 1,
@@ -292,6 +310,38 @@ fn a_guard_pushed_and_signed_independently_is_pulled_verified_and_run_also_offli
         .expect("a reload");
     assert!(report.errors.is_empty(), "{report:?}");
     assert!(watcher.snapshot().plugins[0].result.is_ok());
+}
+
+/// Each guard added to the catalogue goes through a registry as a third
+/// party's would: pushed by oras, signed, pulled verified by hookbox, and
+/// run from the plugin directory, refusing what it exists to refuse.
+#[test]
+fn the_catalogue_guards_are_pushed_signed_pulled_and_run() {
+    let Some(tools) = tools() else { return };
+    let registry = Registry::start("catalogue");
+    let keys = fresh("catalogue-keys");
+    oci(tools, &["keygen", keys.to_str().unwrap(), "publisher"]);
+    for (name, path, refused) in [(
+        "egress",
+        guests::EGRESS,
+        r#"{"event":"tool-call","tool_name":"fetch","args":"{\"url\":\"http://169.254.169.254/latest/meta-data/\"}"}"#,
+    )] {
+        let wasm = keys.join(format!("{name}.wasm"));
+        std::fs::copy(path, &wasm).unwrap();
+        let repository = format!("guards/{name}");
+        let tag = format!("{repository}:1");
+        let digest = oci(tools, &["push", &registry.host, &tag, wasm.to_str().unwrap()]);
+        sign_in(&repository, tools, &registry, &keys, &digest, "publisher", false);
+        let source = format!("oci://{}/{tag}", registry.host);
+        let dir = plugin_dir(&format!("catalogue-{name}"), &keys, &["publisher.pub"], &source);
+        let pull = hookbox(&["pull", &source, "--plugins", dir.to_str().unwrap()]);
+        assert!(
+            pull.status.success() && text(&pull).contains("signed by publisher.pub"),
+            "{name}: {}",
+            text(&pull)
+        );
+        assert_eq!(answer(&dir, refused).unwrap(), "skip", "{name}");
+    }
 }
 
 #[test]
