@@ -140,7 +140,8 @@ fn shapes() -> &'static [Shape] {
                 r#"(?m)^[ \t]*(?:-[ \t]+)?name[ \t]*:[ \t]*["']?{name}["']?[ \t]*\r?\n[ \t]*value[ \t]*:[ \t]+{VALUE}"#
             )),
             (NAME, format!(r#"(?:^|[\s"'=])--?{name}(?:=|[ \t]+){FLAG_VALUE}"#)),
-            (BEARER, r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/-]{8,}=*)".to_owned()),
+            // A token never starts with `-`: `--oauth2-bearer --proxy-user` is flags.
+            (BEARER, r"(?i)\bbearer[ \t]+(?P<token>[A-Za-z0-9._~+/][A-Za-z0-9._~+/-]{7,}=*)".to_owned()),
             (AUTH, r#"(?i)\bauthorization["']?[ \t]*[:=][ \t]*["']?(?:(?:basic|token|digest|bearer)[ \t]+)?(?P<token>[A-Za-z0-9._~+/-]{8,}=*)"#.to_owned()),
             // A user name has no brackets: `redis://[[USER]:PASSWORD@]HOST`
             // is a URL's syntax written out, not a URL. A password runs to
@@ -1172,6 +1173,16 @@ mod tests {
     fn prepare_builds_everything_and_scans_go_on_the_same() {
         prepare();
         assert_eq!(redacted("DB_PASSWORD=hunter2"), "DB_PASSWORD=[REDACTED]");
+    }
+
+    #[test]
+    fn a_flag_after_bearer_is_no_token() {
+        let flags = "curl --oauth2-bearer --proxy-user x --data y";
+        assert_eq!(redacted(flags), flags);
+        assert_eq!(
+            redacted("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9abc"),
+            "Authorization: Bearer [REDACTED]"
+        );
     }
 
     /// One test per row of the module's table.
