@@ -49,7 +49,14 @@ impl Host {
     pub fn is_internal(&self) -> bool {
         match self {
             Host::Domain(name) => {
-                name == "localhost"
+                // And the names /etc/hosts gives this machine.
+                [
+                    "localhost",
+                    "localhost.localdomain",
+                    "ip6-localhost",
+                    "ip6-loopback",
+                ]
+                .contains(&name.as_str())
                     || name.ends_with(".localhost")
                     || name.ends_with(".internal")
                     || name.ends_with(".local")
@@ -165,7 +172,17 @@ pub fn url_host(text: &str) -> Result<Option<Host>, &'static str> {
         return Ok(None);
     };
     let host = match read {
-        url::Host::Domain(name) => Host::parse(name).ok_or("its host does not parse")?,
+        url::Host::Domain(name) => {
+            // What DNS cannot hold, no client resolves the same way twice
+            // (`127.0.0.1!`, `a%00b`): refused rather than guessed.
+            if !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+            {
+                return Err("its host is not a name DNS can hold");
+            }
+            Host::parse(name).ok_or("its host does not parse")?
+        }
         url::Host::Ipv4(ip) => Host::Ip(IpAddr::V4(ip)),
         url::Host::Ipv6(ip) => Host::Ip(unmapped(ip)),
     };
@@ -254,5 +271,38 @@ mod tests {
         }
         assert!(!Host::parse("8.8.8.8").unwrap().is_internal());
         assert!(!Host::parse("example.com").unwrap().is_internal());
+    }
+
+    /// PayloadsAllTheThings' SSRF payloads (bench/egress/payloads.tsv):
+    /// every one aimed inside is refused, every one aimed outside passes
+    /// unless its host is denied, and the redirects pass: what the README
+    /// says the guard cannot see.
+    #[test]
+    fn every_ssrf_payload_of_payloads_all_the_things_is_decided_as_labelled() {
+        let table = include_str!("../../../bench/egress/payloads.tsv");
+        let mut wrong = Vec::new();
+        let mut counted = 0;
+        for line in table.lines().filter(|l| !l.starts_with('#')) {
+            let [label, section, url] = line.splitn(3, '\t').collect::<Vec<_>>()[..] else {
+                panic!("a row of three: {line}");
+            };
+            counted += 1;
+            let read = url_host(url);
+            let refused = match &read {
+                Err(_) => true,
+                Ok(Some(host)) => host.is_internal(),
+                Ok(None) => false,
+            };
+            let right = match label {
+                "internal" => refused,
+                "external" | "redirect" => !refused && matches!(read, Ok(Some(_))),
+                other => panic!("label {other}"),
+            };
+            if !right {
+                wrong.push(format!("{label} {section}: {url} read as {read:?}"));
+            }
+        }
+        assert!(counted >= 50, "{counted} payloads");
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 }
