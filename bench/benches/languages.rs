@@ -15,16 +15,11 @@ use hookbox::{
     HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall,
     ToolOutcome, ToolResult,
 };
+use hookbox_bench::{human, target_dir};
 
 /// `javascript-aot` is the JavaScript guard compiled ahead of time
 /// (`languages/build.sh javascript-aot`, with weval).
 const LANGUAGES: [&str; 6] = ["rust", "javascript", "javascript-aot", "python", "c", "go"];
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
 
 fn component(language: &str) -> PathBuf {
     if language == "rust" {
@@ -230,24 +225,7 @@ fn median(bench: &str, language: &str) -> Option<f64> {
 }
 
 fn median_in(group: &str, bench: &str, language: &str) -> Option<f64> {
-    let path = target_dir().join(format!(
-        "criterion/{group}/{bench}/{language}/new/estimates.json"
-    ));
-    let estimates: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
-    estimates["median"]["point_estimate"].as_f64()
-}
-
-fn human(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.1} s", ns / 1e9)
-    } else if ns >= 1e6 {
-        format!("{:.1} ms", ns / 1e6)
-    } else if ns >= 1e3 {
-        format!("{:.1} µs", ns / 1e3)
-    } else {
-        format!("{ns:.0} ns")
-    }
+    hookbox_bench::criterion_median(&format!("{group}/{bench}/{language}"))
 }
 
 fn report(guards: &[Guard]) -> String {

@@ -23,6 +23,7 @@ use hookbox::{
     CompletionCall, HookContext, HookStack, InvalidToolCall, Plugin, PluginOptions, Runtime,
     RuntimeConfig, StepEvent, ToolCall, ToolResult,
 };
+use hookbox_bench::{human, target_dir};
 use hookbox_tests::guests;
 
 /// How many times deny-tools' per-run cost a guard may cost.
@@ -84,6 +85,13 @@ fn everyday(guard: &str) -> (&'static str, StepEvent) {
             "tool-result, no secret",
             tool_result(
                 "# acme-service\n\nA small web service. Run it with `cargo run`.\nSee docs/deploy.md for the staging host.\n",
+            ),
+        ),
+        "egress" => (
+            "tool-call, a curl command",
+            tool_call(
+                "bash",
+                r#"{"command":"curl -s https://api.github.com/repos/o/r | jq .stargazers_count"}"#,
             ),
         ),
         _ => (
@@ -194,12 +202,6 @@ fn rows(runtime: &Runtime) -> Vec<Row> {
     rows
 }
 
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
-}
-
 fn ctx() -> HookContext {
     HookContext {
         run_id: "bench".into(),
@@ -236,18 +238,7 @@ fn bench(c: &mut Criterion, rows: &mut [Row]) {
 }
 
 fn median(kind: &str, id: &str) -> Option<f64> {
-    let file = target_dir().join(format!("criterion/per_run/{kind}/{id}/new/estimates.json"));
-    let estimates: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
-    estimates["median"]["point_estimate"].as_f64()
-}
-
-fn us(ns: f64) -> String {
-    if ns >= 1000.0 {
-        format!("{:.1} µs", ns / 1000.0)
-    } else {
-        format!("{ns:.0} ns")
-    }
+    hookbox_bench::criterion_median(&format!("per_run/{kind}/{id}"))
 }
 
 /// The table, and the rows past the bound.
@@ -271,9 +262,9 @@ fn report(rows: &[Row]) -> (String, Vec<String>) {
             "| {} | {} | {} | {} | {} | {ratio:.1}×{} |\n",
             row.guard,
             row.event_label,
-            us(fresh),
-            warm.map_or("– (the run ended)".into(), us),
-            warm.map_or("–".into(), |warm| us((fresh - warm).max(0.0))),
+            human(fresh),
+            warm.map_or("– (the run ended)".into(), human),
+            warm.map_or("–".into(), |warm| human((fresh - warm).max(0.0))),
             if row.bounded { "" } else { " (not bound)" }
         ));
     }

@@ -6,7 +6,7 @@
 //! the same work.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
@@ -308,4 +308,34 @@ pub fn otlp_sink() -> Result<String> {
         }
     });
     Ok(url)
+}
+
+/// The workspace's target directory, where the benchmarks read built
+/// guards and criterion's results.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+}
+
+/// The median criterion measured for the benchmark `id` (`group/name/param`)
+/// in its last run, in ns.
+pub fn criterion_median(id: &str) -> Option<f64> {
+    let file = target_dir().join(format!("criterion/{id}/new/estimates.json"));
+    let estimates: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).ok()?).ok()?;
+    estimates["median"]["point_estimate"].as_f64()
+}
+
+/// A time in ns in the unit that reads best.
+pub fn human(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.1} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.1} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1} µs", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
 }

@@ -145,7 +145,15 @@ fn oci(tools: &Path, args: &[&str]) -> String {
 /// Signs the manifest `digest` in the registry's `guards/deny-tools` with
 /// `keys/NAME.key`, as cosign would; `bad` flips a byte of the signature.
 fn sign(tools: &Path, registry: &Registry, keys: &Path, digest: &str, name: &str, bad: bool) {
-    sign_in("guards/deny-tools", tools, registry, keys, digest, name, bad);
+    sign_in(
+        "guards/deny-tools",
+        tools,
+        registry,
+        keys,
+        digest,
+        name,
+        bad,
+    );
 }
 
 /// [`sign`] for the guard in `repository`.
@@ -216,7 +224,10 @@ fn plugin_dir(label: &str, from: &Path, keys: &[&str], source: &str) -> PathBuf 
 /// What the directory's stack answers to a shell call (`skip` when
 /// deny-tools runs), or the load failure.
 fn shell_call(dir: &Path) -> Result<String, String> {
-    answer(dir, r#"{"event":"tool-call","tool_name":"shell","args":"{}"}"#)
+    answer(
+        dir,
+        r#"{"event":"tool-call","tool_name":"shell","args":"{}"}"#,
+    )
 }
 
 /// The flow the directory's stack answers to `event` (its JSON form), or
@@ -321,19 +332,37 @@ fn the_catalogue_guards_are_pushed_signed_pulled_and_run() {
     let registry = Registry::start("catalogue");
     let keys = fresh("catalogue-keys");
     oci(tools, &["keygen", keys.to_str().unwrap(), "publisher"]);
-    for (name, path, refused) in [(
+    // Each guard, and an event it refuses with no settings.
+    let catalogue: &[(&str, &str, &str)] = &[(
         "egress",
         guests::EGRESS,
         r#"{"event":"tool-call","tool_name":"fetch","args":"{\"url\":\"http://169.254.169.254/latest/meta-data/\"}"}"#,
-    )] {
+    )];
+    for &(name, path, refused) in catalogue {
         let wasm = keys.join(format!("{name}.wasm"));
         std::fs::copy(path, &wasm).unwrap();
         let repository = format!("guards/{name}");
         let tag = format!("{repository}:1");
-        let digest = oci(tools, &["push", &registry.host, &tag, wasm.to_str().unwrap()]);
-        sign_in(&repository, tools, &registry, &keys, &digest, "publisher", false);
+        let digest = oci(
+            tools,
+            &["push", &registry.host, &tag, wasm.to_str().unwrap()],
+        );
+        sign_in(
+            &repository,
+            tools,
+            &registry,
+            &keys,
+            &digest,
+            "publisher",
+            false,
+        );
         let source = format!("oci://{}/{tag}", registry.host);
-        let dir = plugin_dir(&format!("catalogue-{name}"), &keys, &["publisher.pub"], &source);
+        let dir = plugin_dir(
+            &format!("catalogue-{name}"),
+            &keys,
+            &["publisher.pub"],
+            &source,
+        );
         let pull = hookbox(&["pull", &source, "--plugins", dir.to_str().unwrap()]);
         assert!(
             pull.status.success() && text(&pull).contains("signed by publisher.pub"),
