@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 use hookbox::{
-    HookContext, HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall,
-    ToolOutcome, ToolResult,
+    HookStack, Plugin, PluginOptions, Runtime, RuntimeConfig, StepEvent, ToolCall, ToolOutcome,
+    ToolResult,
 };
 use hookbox_bench::{human, target_dir};
 
@@ -64,15 +64,6 @@ fn load_file(runtime: &Runtime, language: &'static str, path: &Path) -> Option<G
     })
 }
 
-fn ctx() -> HookContext {
-    HookContext {
-        run_id: "bench".into(),
-        turn: 1,
-        is_streaming: false,
-        agent_name: None,
-    }
-}
-
 /// An ordinary call: every pattern is checked, none matches.
 fn clean_call() -> StepEvent {
     StepEvent::ToolCall(ToolCall {
@@ -112,7 +103,7 @@ const BENCHES: [(&str, &str); 4] = [
 ];
 
 fn bench(c: &mut Criterion, guards: &[Guard]) {
-    let ctx = ctx();
+    let ctx = hookbox_bench::context();
     let (call, result) = (clean_call(), secret_result());
     let mut group = c.benchmark_group("languages");
     for guard in guards {
@@ -166,7 +157,7 @@ const CROSSINGS: [(&str, &str); 3] = [
 ];
 
 fn crossing(c: &mut Criterion, guards: &[Guard]) {
-    let ctx = ctx();
+    let ctx = hookbox_bench::context();
     let events = [clean_call(), plain_result(1024), plain_result(64 * 1024)];
     let mut group = c.benchmark_group("crossing");
     for guard in guards {

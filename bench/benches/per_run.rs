@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion};
 use hookbox::{
-    CompletionCall, HookContext, HookStack, InvalidToolCall, Plugin, PluginOptions, Runtime,
-    RuntimeConfig, StepEvent, ToolCall, ToolResult,
+    CompletionCall, HookStack, InvalidToolCall, Plugin, PluginOptions, Runtime, RuntimeConfig,
+    StepEvent, ToolCall, ToolResult,
 };
 use hookbox_bench::{human, target_dir};
 use hookbox_tests::guests;
@@ -202,17 +202,8 @@ fn rows(runtime: &Runtime) -> Vec<Row> {
     rows
 }
 
-fn ctx() -> HookContext {
-    HookContext {
-        run_id: "bench".into(),
-        turn: 1,
-        is_streaming: false,
-        agent_name: None,
-    }
-}
-
 fn bench(c: &mut Criterion, rows: &mut [Row]) {
-    let ctx = ctx();
+    let ctx = hookbox_bench::context();
     let mut group = c.benchmark_group("per_run");
     for row in rows.iter_mut() {
         group.bench_function(BenchmarkId::new("fresh", &row.id), |b| {

@@ -83,10 +83,7 @@ fn split(script: &str) -> Result<(Vec<Vec<String>>, Vec<String>), &'static str> 
                 continue;
             }
             '\'' => {
-                let close = chars[i + 1..]
-                    .iter()
-                    .position(|&c| c == '\'')
-                    .ok_or(UNCLOSED)?;
+                let close = closing(&chars, i + 1, '\'')?;
                 word.extend(&chars[i + 1..i + 1 + close]);
                 in_word = true;
                 i += close + 2;
@@ -111,10 +108,7 @@ fn split(script: &str) -> Result<(Vec<Vec<String>>, Vec<String>), &'static str> 
                             i = after;
                         }
                         Some('`') => {
-                            let close = chars[i + 1..]
-                                .iter()
-                                .position(|&c| c == '`')
-                                .ok_or(UNCLOSED)?;
+                            let close = closing(&chars, i + 1, '`')?;
                             inner.push(chars[i + 1..i + 1 + close].iter().collect());
                             i += close + 2;
                         }
@@ -145,10 +139,7 @@ fn split(script: &str) -> Result<(Vec<Vec<String>>, Vec<String>), &'static str> 
                 continue;
             }
             '`' => {
-                let close = chars[i + 1..]
-                    .iter()
-                    .position(|&c| c == '`')
-                    .ok_or(UNCLOSED)?;
+                let close = closing(&chars, i + 1, '`')?;
                 inner.push(chars[i + 1..i + 1 + close].iter().collect());
                 in_word = true;
                 i += close + 2;
@@ -191,6 +182,15 @@ fn split(script: &str) -> Result<(Vec<Vec<String>>, Vec<String>), &'static str> 
     end_word(&mut word, &mut in_word, &mut redirect, &mut commands);
     commands.retain(|words| !words.is_empty());
     Ok((commands, inner))
+}
+
+/// How far past `from` the next `quote` is (a quote's or a backtick's
+/// end).
+fn closing(chars: &[char], from: usize, quote: char) -> Result<usize, &'static str> {
+    chars[from..]
+        .iter()
+        .position(|&c| c == quote)
+        .ok_or(UNCLOSED)
 }
 
 /// The code of a `$(…)` whose text starts at `from`, and where it ends.

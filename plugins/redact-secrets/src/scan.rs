@@ -629,8 +629,21 @@ fn shaped(regexes: &[&Regex], text: &str, found: &mut Vec<Found>) {
                 .iter()
                 .find_map(|g| captures.name(g));
             let (secret, name) = match token.or(userless) {
-                // A user id (`-u 1000:1000`), not a password.
-                Some(token) if token.as_bytes().iter().all(u8::is_ascii_digit) => continue,
+                // A user id (`-u 1000:1000`), not a password; nor a port
+                // before the `\@` of a URL written to be read two ways
+                // (`http://127.1.1.1:80\@127.2.2.2/`).
+                Some(token)
+                    if token
+                        .as_bytes()
+                        .trim_ascii_end()
+                        .iter()
+                        .rposition(|b| !matches!(b, b'\\' | b'@' | b':'))
+                        .is_some_and(|last| {
+                            token.as_bytes()[..=last].iter().all(u8::is_ascii_digit)
+                        }) =>
+                {
+                    continue;
+                }
                 Some(token) => (token, None),
                 None => {
                     let Some(value) = ["dq", "sq", "bare", "text"]
@@ -1173,6 +1186,18 @@ mod tests {
     fn prepare_builds_everything_and_scans_go_on_the_same() {
         prepare();
         assert_eq!(redacted("DB_PASSWORD=hunter2"), "DB_PASSWORD=[REDACTED]");
+    }
+
+    #[test]
+    fn a_port_before_a_urls_backslash_at_is_no_password() {
+        for url in [
+            r"http://127.1.1.1:80\@127.2.2.2:80/",
+            r"http://127.1.1.1:80\@@127.2.2.2:80/",
+            r"http://127.1.1.1:80:\@@127.2.2.2:80/",
+        ] {
+            assert_eq!(redacted(url), url);
+        }
+        assert!(!redacted("https://deploy:s3cr3tPw@git.example/x").contains("s3cr3tPw"));
     }
 
     #[test]
