@@ -29,7 +29,9 @@ impl Hook for Egress {
         let StepEvent::ToolCall(call) = event else {
             return Flow::Continue;
         };
-        let policy = Policy::from_config();
+        // Settings do not change within an instance (a run): read once.
+        static POLICY: std::sync::OnceLock<Policy> = std::sync::OnceLock::new();
+        let policy = POLICY.get_or_init(Policy::from_config);
         match policy.check(&call.tool_name, &call.args) {
             Ok(()) => Flow::Continue,
             Err(reason) => Flow::skip(format!("egress: {reason}")),
