@@ -161,6 +161,9 @@ pub fn urls_in(text: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Why a host in a variable or a substitution is refused.
+pub const COMPUTED: &str = "its host is computed when the command runs (a `$` variable or substitution), so it cannot be checked; write the host out";
+
 /// The host a URL reaches, `Ok(None)` for a URL with none (`file:///x`,
 /// `mailto:`), or why the URL is refused.
 pub fn url_host(text: &str) -> Result<Option<Host>, &'static str> {
@@ -175,6 +178,9 @@ pub fn url_host(text: &str) -> Result<Option<Host>, &'static str> {
         url::Host::Domain(name) => {
             // What DNS cannot hold, no client resolves the same way twice
             // (`127.0.0.1!`, `a%00b`): refused rather than guessed.
+            if name.contains(['$', '`']) {
+                return Err(COMPUTED);
+            }
             if !name
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))

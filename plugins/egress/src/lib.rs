@@ -140,6 +140,9 @@ impl Policy {
                 Some(v6) => v6.split(']').next().unwrap_or_default(),
                 None => bare.split(':').next().unwrap_or_default(),
             };
+            if bare.contains(['$', '`']) {
+                return Err(format!("{by} `{text}` is refused: {}", dest::COMPUTED));
+            }
             match Host::parse(bare) {
                 Some(host) => host,
                 None => {
@@ -310,6 +313,31 @@ mod tests {
             .is_ok()
         );
         assert!(p.check("shell", r#"{"command":["echo","it's"]}"#).is_ok());
+    }
+
+    #[test]
+    fn a_host_in_a_variable_is_refused_and_an_assigned_url_is_checked() {
+        let p = policy(&[], &[]);
+        let no = p
+            .check("bash", r#"{"command":"curl -s $API/health"}"#)
+            .unwrap_err();
+        assert!(no.contains("computed when the command runs"), "{no}");
+        assert!(
+            p.check("bash", r#"{"command":"ssh $HOST uptime"}"#)
+                .is_err()
+        );
+        let no = p
+            .check(
+                "bash",
+                r#"{"command":"U=http://169.254.169.254/; curl -s https://example.org"}"#,
+            )
+            .unwrap_err();
+        assert!(no.contains("169.254.169.254"), "{no}");
+        // A `$` past the host is a query's, not a variable's concern.
+        assert!(
+            p.check("fetch", r#"{"url":"https://example.org/items?$filter=a"}"#)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -335,6 +335,16 @@ fn command(words: &[String], depth: usize, found: &mut Vec<Named>) -> Result<(),
         }
     }
     let Some(program) = words.get(at).map(|w| program_name(w)) else {
+        // Only assignments: the URLs they hold are where `$VAR` goes.
+        for word in words {
+            for url in crate::dest::urls_in(word) {
+                found.push(Named {
+                    text: url.to_owned(),
+                    url: true,
+                    by: "a variable's value".into(),
+                });
+            }
+        }
         return Ok(());
     };
     let args = &words[at + 1..];
@@ -367,8 +377,9 @@ fn command(words: &[String], depth: usize, found: &mut Vec<Named>) -> Result<(),
         return Ok(());
     }
     let by = |what: &str| format!("`{program}`'s {what}");
-    // A URL anywhere in its words (`--index-url=https://…`, `git+ssh://…`).
-    for word in args {
+    // A URL anywhere in its words (`--index-url=https://…`, `git+ssh://…`),
+    // the assignments before it too (`U=http://…; curl $U`).
+    for word in words {
         for url in crate::dest::urls_in(word) {
             found.push(Named {
                 text: url.to_owned(),
@@ -658,6 +669,14 @@ mod tests {
             ["i.example"]
         );
         assert_eq!(named("/usr/bin/curl j.example"), ["http://j.example"]);
+        assert_eq!(
+            named("U=http://k.example/x; curl $U"),
+            ["http://$U", "http://k.example/x"]
+        );
+        assert_eq!(
+            named("U=http://l.example curl $U"),
+            ["http://$U", "http://l.example"]
+        );
     }
 
     #[test]
