@@ -100,12 +100,7 @@ fn split(script: &str) -> Result<(Vec<Vec<String>>, Vec<String>), &'static str> 
                             i += 2;
                         }
                         Some('$') if chars.get(i + 1) == Some(&'(') => {
-                            let (code, after) = substitution(&chars, i + 2)?;
-                            word.push_str("$(");
-                            word.push_str(&code);
-                            word.push(')');
-                            inner.push(code);
-                            i = after;
+                            i = keep_substitution(&chars, i, &mut word, &mut inner)?;
                         }
                         Some('`') => {
                             let close = closing(&chars, i + 1, '`')?;
@@ -123,13 +118,8 @@ fn split(script: &str) -> Result<(Vec<Vec<String>>, Vec<String>), &'static str> 
                 continue;
             }
             '$' if chars.get(i + 1) == Some(&'(') => {
-                let (code, after) = substitution(&chars, i + 2)?;
-                word.push_str("$(");
-                word.push_str(&code);
-                word.push(')');
-                inner.push(code);
+                i = keep_substitution(&chars, i, &mut word, &mut inner)?;
                 in_word = true;
-                i = after;
                 continue;
             }
             '<' | '>' if chars.get(i + 1) == Some(&'(') => {
@@ -191,6 +181,22 @@ fn closing(chars: &[char], from: usize, quote: char) -> Result<usize, &'static s
         .iter()
         .position(|&c| c == quote)
         .ok_or(UNCLOSED)
+}
+
+/// The `$(…)` at `at`: kept in `word` as written (its value is unknown),
+/// its code in `inner` to be read; where it ends.
+fn keep_substitution(
+    chars: &[char],
+    at: usize,
+    word: &mut String,
+    inner: &mut Vec<String>,
+) -> Result<usize, &'static str> {
+    let (code, after) = substitution(chars, at + 2)?;
+    word.push_str("$(");
+    word.push_str(&code);
+    word.push(')');
+    inner.push(code);
+    Ok(after)
 }
 
 /// The code of a `$(…)` whose text starts at `from`, and where it ends.
