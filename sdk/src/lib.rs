@@ -49,6 +49,7 @@ pub use bindings::hookbox::hook::types::{
 pub mod alloc;
 mod glob;
 pub mod json;
+pub mod shell;
 pub mod text;
 pub use glob::glob_match;
 

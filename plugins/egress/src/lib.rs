@@ -14,11 +14,7 @@ use serde_json::Value;
 
 struct Egress;
 
-/// Members whose string is a shell command, whatever the tool.
-const COMMAND_MEMBERS: &[&str] = &["command", "cmd", "script", "commands", "shell_command"];
-
-/// Tools whose every string argument is a shell command, by default.
-const SHELL_TOOLS: &str = "bash,Bash,shell,sh,run_shell_command,execute_command,run_terminal_cmd,terminal,exec,run_command,local_shell";
+use hookbox_sdk::shell::{COMMAND_MEMBERS, SHELL_TOOLS};
 
 impl Hook for Egress {
     fn subscriptions() -> Vec<EventKind> {
@@ -58,7 +54,7 @@ impl Policy {
             list("deny"),
             config::get_or("internal", "deny") == "allow",
             match list("shell_tools") {
-                tools if tools.is_empty() => SHELL_TOOLS.split(',').map(str::to_owned).collect(),
+                tools if tools.is_empty() => SHELL_TOOLS.iter().map(|t| (*t).to_owned()).collect(),
                 tools => tools,
             },
         )
@@ -199,7 +195,7 @@ fn collect_strings(value: &Value, member: Option<&str>, out: &mut Vec<(Option<St
             let argv: Vec<String> = items
                 .iter()
                 .filter_map(Value::as_str)
-                .map(|word| format!("'{}'", word.replace('\'', r"'\''")))
+                .map(hookbox_sdk::shell::quote)
                 .collect();
             out.push((member.map(str::to_owned), argv.join(" ")));
         }
@@ -222,7 +218,7 @@ mod tests {
             (!allow.is_empty()).then(|| owned(allow)),
             owned(deny),
             false,
-            SHELL_TOOLS.split(',').map(str::to_owned).collect(),
+            SHELL_TOOLS.iter().map(|t| (*t).to_owned()).collect(),
         )
     }
 

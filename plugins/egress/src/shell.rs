@@ -1,8 +1,8 @@
 //! The places a shell command would connect to: the command is split into
-//! simple commands as a POSIX shell splits it (quotes, escapes, `;`, `&&`,
-//! `||`, pipes, subshells, redirections), the strings it would run too
-//! (`$(…)`, backticks, `sh -c`, `eval`), and each command's words are read
-//! as that program reads them (curl's URLs and proxies, ssh's host and jump
+//! simple commands by the SDK's shell reader (`hookbox_sdk::shell`: quotes,
+//! pipes, subshells, redirections, and the code run by `$(…)`, `sh -c`,
+//! `eval`, `find -exec`), and each command's words are read as that program
+//! reads them (curl's URLs and proxies, ssh's host and jump
 //! hosts, scp's `host:path`, `nc HOST PORT`, `/dev/tcp/HOST/PORT`).
 
 /// A destination a command names: the text as written, whether it is a URL
@@ -15,238 +15,27 @@ pub struct Named {
     pub by: String,
 }
 
-/// Why a command cannot be read.
-pub const UNCLOSED: &str = "it has an unclosed quote or substitution";
+use hookbox_sdk::shell::{self, Command, SHELLS, takes_value};
 
-/// How deep `sh -c "… $(…)"` may nest before the command is refused.
+/// How deep `ssh -o ProxyCommand=…` and `rsync -e …` may nest.
 const MAX_DEPTH: usize = 4;
 
 /// Every destination `script` names, or why it cannot be read.
-pub fn destinations(script: &str) -> Result<Vec<Named>, &'static str> {
+pub fn destinations(script: &str) -> Result<Vec<Named>, shell::Unreadable> {
     let mut found = Vec::new();
     read(script, 0, &mut found)?;
     Ok(found)
 }
 
-fn read(script: &str, depth: usize, found: &mut Vec<Named>) -> Result<(), &'static str> {
+fn read(script: &str, depth: usize, found: &mut Vec<Named>) -> Result<(), shell::Unreadable> {
     if depth > MAX_DEPTH {
-        return Err("it nests commands in commands too deep to follow");
+        return Err(shell::Unreadable::TooDeep);
     }
-    let (commands, inner) = split(script)?;
-    for code in inner {
-        read(&code, depth + 1, found)?;
-    }
-    for words in commands {
-        command(&words, depth, found)?;
+    for command in shell::parse(script)? {
+        self::command(&command, depth, found)?;
     }
     Ok(())
 }
-
-/// The simple commands of `script` (each its words, unquoted, without
-/// redirections) and the code of its substitutions.
-fn split(script: &str) -> Result<(Vec<Vec<String>>, Vec<String>), &'static str> {
-    let chars: Vec<char> = script.chars().collect();
-    let mut commands = vec![Vec::new()];
-    let mut inner = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut redirect = false;
-    let mut i = 0;
-    let end_word = |word: &mut String,
-                    in_word: &mut bool,
-                    redirect: &mut bool,
-                    commands: &mut Vec<Vec<String>>| {
-        if *in_word {
-            let text = std::mem::take(word);
-            // A redirection's target is a file, except bash's network ones.
-            if !*redirect || text.starts_with("/dev/tcp/") || text.starts_with("/dev/udp/") {
-                commands
-                    .last_mut()
-                    .expect("one command at least")
-                    .push(text);
-            }
-            *in_word = false;
-            *redirect = false;
-        }
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '\\' => {
-                if let Some(&next) = chars.get(i + 1)
-                    && next != '\n'
-                {
-                    word.push(next);
-                    in_word = true;
-                }
-                i += 2;
-                continue;
-            }
-            '\'' => {
-                let close = closing(&chars, i + 1, '\'')?;
-                word.extend(&chars[i + 1..i + 1 + close]);
-                in_word = true;
-                i += close + 2;
-                continue;
-            }
-            '"' => {
-                i += 1;
-                loop {
-                    match chars.get(i) {
-                        None => return Err(UNCLOSED),
-                        Some('"') => break,
-                        Some('\\') if matches!(chars.get(i + 1), Some('"' | '\\' | '$' | '`')) => {
-                            word.push(chars[i + 1]);
-                            i += 2;
-                        }
-                        Some('$') if chars.get(i + 1) == Some(&'(') => {
-                            i = keep_substitution(&chars, i, &mut word, &mut inner)?;
-                        }
-                        Some('`') => {
-                            let close = closing(&chars, i + 1, '`')?;
-                            inner.push(chars[i + 1..i + 1 + close].iter().collect());
-                            i += close + 2;
-                        }
-                        Some(&other) => {
-                            word.push(other);
-                            i += 1;
-                        }
-                    }
-                }
-                in_word = true;
-                i += 1;
-                continue;
-            }
-            '$' if chars.get(i + 1) == Some(&'(') => {
-                i = keep_substitution(&chars, i, &mut word, &mut inner)?;
-                in_word = true;
-                continue;
-            }
-            '<' | '>' if chars.get(i + 1) == Some(&'(') => {
-                let (code, after) = substitution(&chars, i + 2)?;
-                inner.push(code);
-                i = after;
-                continue;
-            }
-            '`' => {
-                let close = closing(&chars, i + 1, '`')?;
-                inner.push(chars[i + 1..i + 1 + close].iter().collect());
-                in_word = true;
-                i += close + 2;
-                continue;
-            }
-            '#' if !in_word => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            ';' | '&' | '|' | '\n' | '(' | ')' => {
-                end_word(&mut word, &mut in_word, &mut redirect, &mut commands);
-                if !commands.last().is_some_and(Vec::is_empty) {
-                    commands.push(Vec::new());
-                }
-            }
-            '<' | '>' => {
-                // `2>`, `&>`: a file descriptor before it is not a word.
-                if in_word && word.chars().all(|c| c.is_ascii_digit()) {
-                    word.clear();
-                    in_word = false;
-                }
-                end_word(&mut word, &mut in_word, &mut redirect, &mut commands);
-                while matches!(chars.get(i + 1), Some('<' | '>' | '&')) {
-                    i += 1;
-                }
-                redirect = true;
-            }
-            c if c.is_whitespace() => {
-                end_word(&mut word, &mut in_word, &mut redirect, &mut commands)
-            }
-            c => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-        i += 1;
-    }
-    end_word(&mut word, &mut in_word, &mut redirect, &mut commands);
-    commands.retain(|words| !words.is_empty());
-    Ok((commands, inner))
-}
-
-/// How far past `from` the next `quote` is (a quote's or a backtick's
-/// end).
-fn closing(chars: &[char], from: usize, quote: char) -> Result<usize, &'static str> {
-    chars[from..]
-        .iter()
-        .position(|&c| c == quote)
-        .ok_or(UNCLOSED)
-}
-
-/// The `$(…)` at `at`: kept in `word` as written (its value is unknown),
-/// its code in `inner` to be read; where it ends.
-fn keep_substitution(
-    chars: &[char],
-    at: usize,
-    word: &mut String,
-    inner: &mut Vec<String>,
-) -> Result<usize, &'static str> {
-    let (code, after) = substitution(chars, at + 2)?;
-    word.push_str("$(");
-    word.push_str(&code);
-    word.push(')');
-    inner.push(code);
-    Ok(after)
-}
-
-/// The code of a `$(…)` whose text starts at `from`, and where it ends.
-fn substitution(chars: &[char], from: usize) -> Result<(String, usize), &'static str> {
-    let mut depth = 1;
-    let mut quote = None;
-    for (at, &c) in chars.iter().enumerate().skip(from) {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), _) => {}
-            (None, '\'' | '"') => quote = Some(c),
-            (None, '(') => depth += 1,
-            (None, ')') => {
-                depth -= 1;
-                if depth == 0 {
-                    return Ok((chars[from..at].iter().collect(), at + 1));
-                }
-            }
-            _ => {}
-        }
-    }
-    Err(UNCLOSED)
-}
-
-/// Programs that run the rest of their words as a command, and the flags
-/// of theirs that take a value.
-const WRAPPERS: &[(&str, &str)] = &[
-    ("sudo", "-u -g -h -p -C -D -r -t -U"),
-    ("doas", "-u -C"),
-    ("env", "-u -C -S"),
-    ("nohup", ""),
-    ("time", "-f -o"),
-    ("timeout", "-s -k"),
-    ("nice", "-n"),
-    ("ionice", "-c -n -p"),
-    ("stdbuf", "-i -o -e"),
-    ("exec", "-a"),
-    ("command", ""),
-    ("builtin", ""),
-    ("xargs", "-a -d -E -I -L -n -P -s"),
-    ("proxychains", "-f"),
-    ("proxychains4", "-f"),
-    ("torsocks", ""),
-    ("watch", "-n -d"),
-    ("strace", "-e -o -p -s"),
-];
-
-/// Shells and interpreters whose `-c`/`-e` string, or whose arguments
-/// (`eval`), are themselves commands.
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "ash", "fish", "busybox"];
 
 /// Network programs and how their words name destinations.
 enum Reads {
@@ -305,42 +94,31 @@ fn reads(program: &str) -> Option<Reads> {
     })
 }
 
-fn takes_value(flags: &str, word: &str) -> bool {
-    flags.split(' ').any(|flag| flag == word)
-}
-
-/// The name a program is run by (`/usr/bin/curl` is `curl`).
-fn program_name(word: &str) -> &str {
-    word.rsplit('/').next().unwrap_or(word)
-}
-
-fn command(words: &[String], depth: usize, found: &mut Vec<Named>) -> Result<(), &'static str> {
-    let mut at = 0;
-    // Variable assignments before the command.
-    while words.get(at).is_some_and(|w| is_assignment(w)) {
-        at += 1;
-    }
-    // Programs that run the rest as a command, with their own flags.
-    while let Some((_, values)) = words
-        .get(at)
-        .and_then(|w| WRAPPERS.iter().find(|(name, _)| *name == program_name(w)))
+fn command(
+    command: &Command,
+    depth: usize,
+    found: &mut Vec<Named>,
+) -> Result<(), shell::Unreadable> {
+    let words = &command.words;
+    // Bash's network redirections name their host in the path.
+    for target in command
+        .redirects
+        .iter()
+        .map(|r| r.target.as_str())
+        .chain(words.iter().map(String::as_str))
     {
-        at += 1;
-        while let Some(word) = words.get(at) {
-            if takes_value(values, word) {
-                at += 2;
-            } else if word.starts_with('-')
-                || is_assignment(word)
-                || word.parse::<f64>().is_ok()
-                || word.ends_with(['s', 'm']) && word[..word.len() - 1].parse::<f64>().is_ok()
-            {
-                at += 1;
-            } else {
-                break;
-            }
+        if let Some(rest) = target
+            .strip_prefix("/dev/tcp/")
+            .or_else(|| target.strip_prefix("/dev/udp/"))
+        {
+            found.push(Named {
+                text: rest.split('/').next().unwrap_or_default().to_owned(),
+                url: false,
+                by: "a /dev/tcp redirection".into(),
+            });
         }
     }
-    let Some(program) = words.get(at).map(|w| program_name(w)) else {
+    let Some(program) = command.program() else {
         // Only assignments: the URLs they hold are where `$VAR` goes.
         for word in words {
             for url in crate::dest::urls_in(word) {
@@ -353,33 +131,10 @@ fn command(words: &[String], depth: usize, found: &mut Vec<Named>) -> Result<(),
         }
         return Ok(());
     };
-    let args = &words[at + 1..];
-    // Bash's network redirections name their host in the path.
-    for word in words {
-        if let Some(rest) = word
-            .strip_prefix("/dev/tcp/")
-            .or_else(|| word.strip_prefix("/dev/udp/"))
-        {
-            found.push(Named {
-                text: rest.split('/').next().unwrap_or_default().to_owned(),
-                url: false,
-                by: "a /dev/tcp redirection".into(),
-            });
-        }
-    }
+    let args = command.args();
+    // A shell's or `eval`'s script is a command of its own (`shell::parse`
+    // lists it).
     if SHELLS.contains(&program) || program == "eval" {
-        let code = if program == "eval" {
-            Some(args.join(" "))
-        } else {
-            args.iter()
-                .position(|a| {
-                    a == "-c" || (a.starts_with('-') && !a.starts_with("--") && a.ends_with('c'))
-                })
-                .and_then(|c| args.get(c + 1).cloned())
-        };
-        if let Some(code) = code {
-            read(&code, depth + 1, found)?;
-        }
         return Ok(());
     }
     let by = |what: &str| format!("`{program}`'s {what}");
@@ -584,7 +339,7 @@ fn ssh_option(
     by: &str,
     depth: usize,
     found: &mut Vec<Named>,
-) -> Result<(), &'static str> {
+) -> Result<(), shell::Unreadable> {
     let (key, value) = option.split_once(['=', ' ']).unwrap_or((option, ""));
     match key.to_ascii_lowercase().as_str() {
         "proxyjump" | "hostname" => {
@@ -610,14 +365,6 @@ fn remote_host(word: &str) -> Option<&str> {
         return None;
     }
     Some(before.rsplit_once('@').map_or(before, |(_, host)| host))
-}
-
-fn is_assignment(word: &str) -> bool {
-    word.split_once('=').is_some_and(|(name, _)| {
-        !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !name.starts_with(|c: char| c.is_ascii_digit())
-    })
 }
 
 #[cfg(test)]
@@ -730,7 +477,13 @@ mod tests {
 
     #[test]
     fn a_command_that_cannot_be_read_says_so() {
-        assert_eq!(destinations("curl 'https://a.example"), Err(UNCLOSED));
-        assert_eq!(destinations("echo $(curl a.example"), Err(UNCLOSED));
+        assert_eq!(
+            destinations("curl 'https://a.example"),
+            Err(shell::Unreadable::Unclosed)
+        );
+        assert_eq!(
+            destinations("echo $(curl a.example"),
+            Err(shell::Unreadable::Unclosed)
+        );
     }
 }
