@@ -16,6 +16,7 @@ const EXAMPLES: &[&str] = &[
     "inject-context",
     "repair-tools",
     "egress",
+    "shell-guard",
 ];
 
 /// The test guests in `tests/guests/` built like the examples, and the Rust

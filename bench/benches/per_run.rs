@@ -87,6 +87,13 @@ fn everyday(guard: &str) -> (&'static str, StepEvent) {
                 "# acme-service\n\nA small web service. Run it with `cargo run`.\nSee docs/deploy.md for the staging host.\n",
             ),
         ),
+        "shell-guard" => (
+            "tool-call, a build command",
+            tool_call(
+                "Bash",
+                r#"{"command":"cargo build --release 2>&1 | tail -n 20 && git status --short"}"#,
+            ),
+        ),
         "egress" => (
             "tool-call, a curl command",
             tool_call(

@@ -1,17 +1,18 @@
 """Builds the labelled commands shell-guard is measured on, from three public
 repositories nobody here wrote, fetched at the commits named in README.md:
 
-- harmful.tsv: GTFOBins' techniques (GPL-3.0) that start a shell through
+- harmful.jsonl: GTFOBins' techniques (GPL-3.0) that start a shell through
   another program, serve a shell over the network or escalate privilege,
   and Atomic Red Team's Linux tests (MIT) of the techniques shell-guard's
   other rules are for (history and defences impaired, start-up files and
   cron written, setuid, sudo, data destroyed);
-- benign.tsv: every example of tldr-pages' common and linux pages
+- benign.jsonl: every example of tldr-pages' common and linux pages
   (CC-BY-4.0).
 
 Run from the repository root with the three checkouts' paths:
 `python3 bench/shell/build.py GTFOBINS ATOMIC_RED_TEAM TLDR`. Needs PyYAML."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -117,18 +118,18 @@ def tldr(root: Path):
                     yield platform, page.stem, command.replace("\0", "{{").replace("\1", "}}")
 
 
-def tsv(name: str, rows) -> int:
+def jsonl(name: str, rows) -> int:
     rows = sorted(set(rows))
     with open(HERE / name, "w") as out:
         for label, source, command in rows:
-            out.write(f"{label}\t{source}\t{command.encode('unicode_escape').decode()}\n")
+            out.write(json.dumps({"label": label, "source": source, "command": command}, ensure_ascii=False) + "\n")
     return len(rows)
 
 
 def main() -> None:
     gtfo, art, tl = (Path(p) for p in sys.argv[1:4])
-    print("harmful", tsv("harmful.tsv", [*gtfobins(gtfo), *atomics(art)]))
-    print("benign", tsv("benign.tsv", tldr(tl)))
+    print("harmful", jsonl("harmful.jsonl", [*gtfobins(gtfo), *atomics(art)]))
+    print("benign", jsonl("benign.jsonl", tldr(tl)))
 
 
 if __name__ == "__main__":

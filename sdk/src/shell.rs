@@ -352,7 +352,7 @@ pub fn quote(word: &str) -> String {
     if !word.is_empty()
         && word
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%{}".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%{}~".contains(c))
     {
         word.to_owned()
     } else {

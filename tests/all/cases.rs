@@ -42,6 +42,11 @@ fn egress() {
 }
 
 #[test]
+fn shell_guard() {
+    passes("shell-guard", guests::SHELL_GUARD);
+}
+
+#[test]
 fn inject_context() {
     passes("inject-context", guests::INJECT_CONTEXT);
 }

@@ -198,65 +198,22 @@ mod labelled {
             .unwrap_or_else(|e| panic!("{path}: {e}"))
             .lines()
             .map(|line| {
-                let mut cols = line.splitn(3, '\t');
-                let mut next = || cols.next().unwrap_or_default().to_owned();
-                let (label, source, command) = (next(), next(), next());
-                (label, source, unescape(&command))
+                let row: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+                let field = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
+                (field("label"), field("source"), field("command"))
             })
             .collect()
-    }
-
-    /// build.py writes each command with Python's `unicode_escape`.
-    fn unescape(text: &str) -> String {
-        let mut out = String::new();
-        let mut chars = text.chars();
-        while let Some(c) = chars.next() {
-            if c != '\\' {
-                out.push(c);
-                continue;
-            }
-            match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('r') => out.push('\r'),
-                Some('\\') => out.push('\\'),
-                Some('x') => {
-                    let hex: String = chars.by_ref().take(2).collect();
-                    out.push(
-                        u32::from_str_radix(&hex, 16)
-                            .ok()
-                            .and_then(char::from_u32)
-                            .unwrap_or('?'),
-                    );
-                }
-                Some('u') => {
-                    let hex: String = chars.by_ref().take(4).collect();
-                    out.push(
-                        u32::from_str_radix(&hex, 16)
-                            .ok()
-                            .and_then(char::from_u32)
-                            .unwrap_or('?'),
-                    );
-                }
-                Some(other) => {
-                    out.push('\\');
-                    out.push(other);
-                }
-                None => out.push('\\'),
-            }
-        }
-        out
     }
 
     #[test]
     fn the_labelled_commands_are_decided_within_the_targets() {
         let policy = Policy::new(&[], None, None);
-        let harmful = rows("harmful.tsv");
+        let harmful = rows("harmful.jsonl");
         let missed: Vec<_> = harmful
             .iter()
             .filter(|(_, _, c)| policy.check_script(c).is_ok())
             .collect();
-        let benign = rows("benign.tsv");
+        let benign = rows("benign.jsonl");
         // Examples that escalate (`sudo`, `su`, `doas`, `pkexec`, `run0` as a
         // command word) are refused by design; they are counted apart.
         let escalating = |c: &str| {

@@ -2,7 +2,7 @@
 //! script it is in.
 
 use crate::paths;
-use hookbox_sdk::shell::{Command, RunAs, SHELLS, program_name};
+use hookbox_sdk::shell::{self, Command, RunAs, SHELLS, program_name};
 
 /// What a command may not do. Each has a name, by which the `allow`
 /// setting turns it off.
@@ -448,8 +448,14 @@ impl Context<'_> {
                 .for_each(|p| touched.push((p.to_owned(), "writes"))),
             _ => {}
         }
-        // `-` is a stream, `&1` a descriptor.
-        touched.retain(|(path, _)| path != "-" && !path.starts_with('&'));
+        // `-` is a stream, `&1` a descriptor, `/dev/tcp/…` the network (the
+        // `remote-shell` rule's, and egress's).
+        touched.retain(|(path, _)| {
+            path != "-"
+                && !path.starts_with('&')
+                && !path.starts_with("/dev/tcp/")
+                && !path.starts_with("/dev/udp/")
+        });
         touched
     }
 
@@ -676,7 +682,8 @@ impl Context<'_> {
 
 /// The command, shown short.
 fn show(command: &Command) -> String {
-    let mut text = command.words.join(" ");
+    let words: Vec<String> = command.words.iter().map(|w| shell::quote(w)).collect();
+    let mut text = words.join(" ");
     if text.chars().count() > 80 {
         text = text.chars().take(77).collect::<String>() + "…";
     }
@@ -1173,7 +1180,6 @@ fn names_shell(word: &str, alone: bool) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hookbox_sdk::shell;
 
     /// The rules `script` breaks, by name.
     fn broken(script: &str) -> Vec<&'static str> {
