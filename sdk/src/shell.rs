@@ -505,15 +505,7 @@ fn split(script: &str) -> Result<(Vec<Command>, Vec<Inner>), Unreadable> {
                         Some('$') if chars.get(i + 1) == Some(&'(') => {
                             i = keep_substitution(&chars, i, &mut lx)?;
                         }
-                        Some('`') => {
-                            let close = closing(&chars, i + 1, '`')?;
-                            let code: String = chars[i + 1..i + 1 + close].iter().collect();
-                            lx.word.push('`');
-                            lx.word.push_str(&code);
-                            lx.word.push('`');
-                            lx.substitution(code, RunAs::Substitution);
-                            i += close + 2;
-                        }
+                        Some('`') => i = keep_backticks(&chars, i, &mut lx)?,
                         Some(&other) => {
                             lx.word.push(other);
                             i += 1;
@@ -540,14 +532,8 @@ fn split(script: &str) -> Result<(Vec<Command>, Vec<Inner>), Unreadable> {
                 continue;
             }
             '`' => {
-                let close = closing(&chars, i + 1, '`')?;
-                let code: String = chars[i + 1..i + 1 + close].iter().collect();
-                lx.word.push('`');
-                lx.word.push_str(&code);
-                lx.word.push('`');
-                lx.substitution(code, RunAs::Substitution);
+                i = keep_backticks(&chars, i, &mut lx)?;
                 lx.in_word = true;
-                i += close + 2;
                 continue;
             }
             '#' if !lx.in_word => {
@@ -745,6 +731,18 @@ fn keep_substitution(chars: &[char], at: usize, lx: &mut Lexer) -> Result<usize,
     lx.word.push(')');
     lx.substitution(code, RunAs::Substitution);
     Ok(after)
+}
+
+/// The backticks at `at`, kept and read as [`keep_substitution`] keeps
+/// `$(…)`; where they end.
+fn keep_backticks(chars: &[char], at: usize, lx: &mut Lexer) -> Result<usize, Unreadable> {
+    let close = closing(chars, at + 1, '`')?;
+    let code: String = chars[at + 1..at + 1 + close].iter().collect();
+    lx.word.push('`');
+    lx.word.push_str(&code);
+    lx.word.push('`');
+    lx.substitution(code, RunAs::Substitution);
+    Ok(at + close + 2)
 }
 
 /// The code of a `$(…)` whose text starts at `from`, and where it ends.
