@@ -17,6 +17,7 @@ const EXAMPLES: &[&str] = &[
     "repair-tools",
     "egress",
     "shell-guard",
+    "pii",
 ];
 
 /// The test guests in `tests/guests/` built like the examples, and the Rust

@@ -42,6 +42,11 @@ fn egress() {
 }
 
 #[test]
+fn pii() {
+    passes("pii", guests::PII);
+}
+
+#[test]
 fn shell_guard() {
     passes("shell-guard", guests::SHELL_GUARD);
 }
