@@ -1461,3 +1461,49 @@ fn sessions_whose_ids_join_alike_keep_runs_of_their_own() {
         "a session lost its run"
     );
 }
+
+/// A secret a model streams split across two deltas is never in what
+/// `serve` says to show: each text-delta's answer carries `show`, the text
+/// no later delta can change, and stream-response-finish the rest.
+#[test]
+fn a_secret_split_across_streamed_deltas_is_never_shown() {
+    let dir = scratch_dir("serve-stream");
+    put(&dir, "redact-secrets.wasm", guests::REDACT_SECRETS);
+    put(&dir, "pii.wasm", guests::PII);
+    let (_tokio, server) = serving(watched(&dir), ServeConfig::default());
+    let addr = server.addr;
+    let (_, created) = request(addr, "POST", "/runs", "");
+    let run: Value = serde_json::from_str(&created).unwrap();
+    let path = format!("/runs/{}/events", run["run_id"].as_str().unwrap());
+    let mut shown = String::new();
+    let deltas = [
+        "Here is the key: sk-live-4f9a8b",
+        "7c6d5e4f3a2b1c9d, and mail ada.love",
+        "lace@example.com or call +44 20 7946 ",
+        "0958 for the rest.",
+    ];
+    for delta in deltas {
+        let event = json!({"event": "text-delta", "delta": delta});
+        let (status, body) = request(addr, "POST", &path, &event.to_string());
+        assert_eq!(status, 200, "{body}");
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        shown.push_str(
+            answer["show"]
+                .as_str()
+                .expect("a text-delta says what to show"),
+        );
+    }
+    let finish = json!({"event": "stream-response-finish", "prompt": "hi", "response": {"content": deltas.concat()}});
+    let (_, body) = request(addr, "POST", &path, &finish.to_string());
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["flow"], "continue", "{answer}");
+    shown.push_str(answer["show"].as_str().unwrap());
+    for leaked in ["sk-live", "4f9a8b7c", "ada.love", "example.com", "7946"] {
+        assert!(!shown.contains(leaked), "{leaked} shown: {shown}");
+    }
+    assert!(
+        shown.starts_with("Here is the key: ") && shown.ends_with(" for the rest."),
+        "{shown}"
+    );
+    assert!(shown.contains("[REDACTED"), "{shown}");
+}

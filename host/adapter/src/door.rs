@@ -43,10 +43,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use hookbox::{
     Cause, CompletionCall, CompletionResponse, Decision, EventKind, EventKinds, FailClosed, Flow,
     HookContext, HookStack, Message, ModelResponse, Outcome, Run, StepEvent, Stopped,
-    StreamResponseFinish, ToolCall, ToolOutcome, ToolResult,
+    StreamResponseFinish, TextDelta, ToolCall, ToolOutcome, ToolResult,
 };
 use serde_json::Value;
 
+use crate::stream::Held;
 use crate::verdict::{self, Call, Reading, Request};
 
 /// One client session's hookbox run.
@@ -67,6 +68,9 @@ pub struct Door {
     next_call: AtomicU64,
     /// Told every decision other than continue, as it is made.
     tap: Option<Tap>,
+    /// The model's streamed text, held back where a guard may still
+    /// rewrite it.
+    held: Mutex<Held>,
 }
 
 /// What [`Door::tapped`] tells: the kind of event asked about and the
@@ -225,6 +229,7 @@ impl Door {
             end: OnceLock::new(),
             next_call: AtomicU64::new(0),
             tap: None,
+            held: Mutex::default(),
         }
     }
 
@@ -239,6 +244,7 @@ impl Door {
             end: OnceLock::new(),
             next_call: AtomicU64::new(0),
             tap: None,
+            held: Mutex::default(),
         }
     }
 
@@ -403,7 +409,19 @@ impl Door {
         if let Some(stop) = self.stopped() {
             return Err(stop);
         }
-        Stopped::settle(self.decide(ctx, event), event.kind())
+        let decision = Stopped::settle(self.decide(ctx, event), event.kind())?;
+        // A rewrite of streamed text needs the text held back
+        // ([`Door::text_delta`]); a door that passes deltas on as they come
+        // cannot honour it, and does not pass the text on unredacted.
+        if let (StepEvent::TextDelta(_), Flow::RewriteResult(_)) = (event, &decision.flow) {
+            let detail = "it rewrote streamed text, and this door passes each delta on as it comes: it cannot hold the text back for the rewrite (docs/contract.md#streamed-text)";
+            let failure = match &decision.plugin {
+                Some(plugin) => FailClosed::new(plugin, Cause::UnsupportedFlow, detail),
+                None => FailClosed::host(Cause::UnsupportedFlow, detail),
+            };
+            return Err(self.end(failure));
+        }
+        Ok(decision)
     }
 
     /// Whether the tool `call` may run; see the first table.
@@ -450,6 +468,98 @@ impl Door {
     ) -> Result<Request, Stopped> {
         let event = completion_event(prompt, history, turn);
         Ok(Request::of(self.observe(ctx, &event)?))
+    }
+
+    /// A delta of the model's streamed text: what the client may show of
+    /// the text now (docs/contract.md#streamed-text). With no plugin on
+    /// text-delta, the delta itself; else the stack is asked with the text
+    /// so far, and what no later delta can change of its decision is
+    /// shown. The rest comes with [`Door::text_done`].
+    ///
+    /// # Errors
+    /// The stop, when the run ends: a guard's, or the door's own when a
+    /// guard rewrites text the client has already been shown.
+    pub fn text_delta(&self, ctx: Option<&HookContext>, delta: &str) -> Result<String, Stopped> {
+        self.text_step(ctx, delta).map(|(_, show)| show)
+    }
+
+    /// [`Door::text_delta`], with the stack's decision.
+    fn text_step(
+        &self,
+        ctx: Option<&HookContext>,
+        delta: &str,
+    ) -> Result<(Decision, String), Stopped> {
+        if !self.wants(EventKind::TextDelta) {
+            return Ok((Decision::new(Flow::Continue), delta.to_owned()));
+        }
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let event = StepEvent::TextDelta(TextDelta {
+            delta: delta.to_owned(),
+            aggregated: held.push(delta).to_owned(),
+        });
+        if let Some(stop) = self.stopped() {
+            return Err(stop);
+        }
+        let decision = Stopped::settle(self.decide(ctx, &event), EventKind::TextDelta)?;
+        let rewritten = match &decision.flow {
+            Flow::RewriteResult(text) => Some(text.clone()),
+            _ => None,
+        };
+        match held.decided(rewritten) {
+            Ok(show) => Ok((decision, show)),
+            Err(reached) => {
+                let detail = format!(
+                    "it rewrote streamed text the client had already been shown ({} characters); the stream ends here",
+                    reached.shown.chars().count()
+                );
+                let failure = match &decision.plugin {
+                    Some(plugin) => FailClosed::new(plugin, Cause::UnsupportedFlow, detail),
+                    None => FailClosed::host(Cause::UnsupportedFlow, detail),
+                };
+                Err(self.end(failure))
+            }
+        }
+    }
+
+    /// What a client that sends events in their JSON form gets back
+    /// (`serve`'s events route, the Node binding's `send`): the decision in
+    /// its JSON form, and for a text-delta or a stream-response-finish,
+    /// `show`, the streamed text to display now ([`Door::text_delta`],
+    /// [`Door::text_done`]); with the outcome it is the form of. The door
+    /// keeps the text so far itself: a text-delta's `aggregated` is not
+    /// read.
+    pub fn answer_json(&self, event: &StepEvent) -> (Outcome, Value) {
+        let (outcome, show) = match event {
+            StepEvent::TextDelta(delta) => match self.text_step(None, &delta.delta) {
+                Ok((decision, show)) => (Ok(decision), Some(show)),
+                // The stop, in the form every later event gets it.
+                Err(_) => (self.decide(None, event), None),
+            },
+            StepEvent::StreamResponseFinish(_) => {
+                let rest = self.text_done();
+                let outcome = self.decide(None, event);
+                let goes_on = matches!(&outcome, Ok(d) if !matches!(d.flow, Flow::Terminate(_)));
+                (outcome, goes_on.then_some(rest))
+            }
+            _ => (self.decide(None, event), None),
+        };
+        let mut value = hookbox::outcome_json(&outcome);
+        if let (Some(show), Value::Object(map)) = (show, &mut value) {
+            map.insert("show".into(), Value::String(show));
+        }
+        (outcome, value)
+    }
+
+    /// The streamed text ended: the rest of it, as the guards last decided
+    /// it (the last delta's decision saw it whole).
+    pub fn text_done(&self) -> String {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .done()
     }
 
     /// The model answered a call with `response` to the run's `prompt`,
@@ -773,6 +883,101 @@ mod tests {
     /// `failure` names the host, with `cause`.
     fn assert_host(failure: &FailClosed, cause: Cause) {
         assert_eq!((&*failure.plugin, failure.cause), (hookbox::HOST, cause));
+    }
+
+    /// A door on a guard that redacts `secret` from the text streamed so
+    /// far, and only that.
+    fn redacting(secret: &str) -> Door {
+        let secret = secret.to_owned();
+        let mut stack = HookStack::new();
+        stack.push_hook(hook_fn("redactor", move |_, event| match event {
+            StepEvent::TextDelta(d) if d.aggregated.contains(&secret) => {
+                Flow::RewriteResult(d.aggregated.replace(&secret, "[REDACTED]"))
+            }
+            _ => Flow::Continue,
+        }));
+        Door::open(&stack, "t")
+    }
+
+    #[test]
+    fn streamed_text_is_shown_only_where_no_later_delta_can_change_it() {
+        let door = redacting("sk-live-4f9a8b7c");
+        let mut shown = Vec::new();
+        for delta in ["The key is sk-live-4f9a", "8b7c, keep it ", "safe."] {
+            shown.push(door.text_delta(None, delta).unwrap());
+        }
+        shown.push(door.text_done());
+        assert_eq!(shown.concat(), "The key is [REDACTED], keep it safe.");
+        assert!(shown.iter().all(|s| !s.contains("sk-live")), "{shown:?}");
+        // A door with no plugin on text-delta shows each delta as it comes.
+        let plain = Door::open(&HookStack::new(), "t");
+        assert_eq!(plain.text_delta(None, "Hel").unwrap(), "Hel");
+    }
+
+    #[test]
+    fn a_rewrite_of_streamed_text_already_shown_ends_the_run_naming_the_plugin() {
+        // A "secret" of many words, longer than what is held back.
+        let long = "x ".repeat(60);
+        let door = redacting(&format!("{long}y"));
+        door.text_delta(None, &long).unwrap();
+        let Err(Stopped::FailedClosed(failure)) = door.text_delta(None, "y") else {
+            panic!("a rewrite of shown text went on");
+        };
+        assert_eq!(
+            (&*failure.plugin, failure.cause),
+            ("redactor", Cause::UnsupportedFlow)
+        );
+        assert!(door.is_over());
+    }
+
+    #[test]
+    fn a_door_that_passes_deltas_on_ends_the_run_on_a_rewrite_of_them() {
+        let door = redacting("sk-live");
+        let event = StepEvent::TextDelta(TextDelta {
+            delta: "sk-live".into(),
+            aggregated: "sk-live".into(),
+        });
+        let Err(Stopped::FailedClosed(failure)) = door.observe(None, &event) else {
+            panic!("an observer passed a rewritten delta on");
+        };
+        assert_eq!(&*failure.plugin, "redactor");
+        assert!(
+            failure.detail.contains("cannot hold the text back"),
+            "{}",
+            failure.detail
+        );
+    }
+
+    #[test]
+    fn a_json_client_is_told_what_to_show_of_streamed_text() {
+        let door = redacting("sk-live-4f9a8b7c");
+        let delta = |d: &str| {
+            StepEvent::TextDelta(TextDelta {
+                delta: d.into(),
+                aggregated: String::new(),
+            })
+        };
+        let (_, first) = door.answer_json(&delta("key sk-live-4f9a "));
+        assert_eq!(first["show"], "");
+        let (_, second) = door.answer_json(&delta("8b7c"));
+        assert_eq!(second["flow"], "continue");
+        let finish = StepEvent::StreamResponseFinish(StreamResponseFinish {
+            prompt: String::new(),
+            response: ModelResponse {
+                content: "key sk-live-4f9a 8b7c".into(),
+                usage: None,
+            },
+        });
+        let (_, last) = door.answer_json(&finish);
+        assert_eq!(
+            format!(
+                "{}{}{}",
+                first["show"].as_str().unwrap(),
+                second["show"].as_str().unwrap(),
+                last["show"].as_str().unwrap()
+            ),
+            "key sk-live-4f9a 8b7c"
+        );
     }
 
     // The second table, one test per row.

@@ -42,6 +42,7 @@ pub mod binding;
 mod door;
 pub mod gate;
 pub mod shape;
+pub mod stream;
 pub mod verdict;
 
 pub use door::{Args, Door, Tap, ToolUse, completion_event};

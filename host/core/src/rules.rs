@@ -9,7 +9,7 @@
 //! | invalid-tool-call | fail, retry, repair, skip, terminate (continue passes; a stack that ends on continue means fail) | first non-continue wins |
 //! | tool-call | continue, rewrite-args, skip, terminate | chain: rewrites thread into the next hook; skip / terminate end the chain and keep the rewrite |
 //! | tool-result | continue, rewrite-result, terminate | chain on the model-visible result |
-//! | text-delta | continue, terminate | first non-continue wins |
+//! | text-delta | continue, rewrite-result, terminate | chain on the text so far (`aggregated`): a rewrite is what the client shows of it; the door holds back the tail a rewrite could still reach |
 //! | tool-call-delta | continue, terminate | first non-continue wins |
 //! | stream-response-finish | continue, terminate | first non-continue wins |
 //!
@@ -38,7 +38,7 @@ impl EventKind {
             Flow::Continue | Flow::Terminate(_) => true,
             Flow::PatchRequest(_) => self == E::CompletionCall,
             Flow::RewriteArgs(_) => self == E::ToolCall,
-            Flow::RewriteResult(_) => self == E::ToolResult,
+            Flow::RewriteResult(_) => matches!(self, E::ToolResult | E::TextDelta),
             Flow::Skip(_) => matches!(self, E::ToolCall | E::InvalidToolCall),
             Flow::Fail | Flow::Retry(_) | Flow::Repair(_) => self == E::InvalidToolCall,
         }
@@ -48,7 +48,9 @@ impl EventKind {
     pub fn composition(self) -> Composition {
         match self {
             EventKind::CompletionCall => Composition::Accumulate,
-            EventKind::ToolCall | EventKind::ToolResult => Composition::Chain,
+            EventKind::ToolCall | EventKind::ToolResult | EventKind::TextDelta => {
+                Composition::Chain
+            }
             _ => Composition::FirstNonContinue,
         }
     }
@@ -138,8 +140,16 @@ mod tests {
     }
 
     #[test]
-    fn streaming_events_honour_continue_terminate() {
-        for kind in [E::TextDelta, E::ToolCallDelta, E::StreamResponseFinish] {
+    fn text_delta_honours_continue_rewrite_result_terminate() {
+        assert_eq!(
+            honoured(E::TextDelta),
+            ["continue", "terminate", "rewrite-result"]
+        );
+    }
+
+    #[test]
+    fn tool_call_deltas_and_the_stream_finish_honour_continue_terminate() {
+        for kind in [E::ToolCallDelta, E::StreamResponseFinish] {
             assert_eq!(honoured(kind), ["continue", "terminate"], "{kind}");
         }
     }
@@ -149,7 +159,7 @@ mod tests {
         for kind in EventKind::ALL {
             let expected = match kind {
                 E::CompletionCall => Composition::Accumulate,
-                E::ToolCall | E::ToolResult => Composition::Chain,
+                E::ToolCall | E::ToolResult | E::TextDelta => Composition::Chain,
                 _ => Composition::FirstNonContinue,
             };
             assert_eq!(kind.composition(), expected, "{kind}");

@@ -31,7 +31,7 @@
 //! | llm-stack step | hookbox event | what the stack's answer does |
 //! |---|---|---|
 //! | provider call (`GuardRun::provider`) | completion-call | patch-request: a patched copy of this call's `ChatParams` (see below); terminate: the call fails with the stop |
-//! | each streamed `TextDelta` | text-delta | terminate: the stream ends with the stop |
+//! | each streamed `TextDelta` | text-delta | terminate: the stream ends with the stop; a rewrite (a guard redacting the text so far) ends it fail-closed too: the deltas are passed on as they come, so the rewrite cannot be honoured (docs/contract.md#streamed-text) |
 //! | each streamed `ToolCallStart` / `ToolCallDelta` | tool-call-delta | terminate: the stream ends with the stop |
 //! | the stream's end (`Done`, or the stream running out) | stream-response-finish, then model-turn-finished | terminate: the stream ends with the stop |
 //! | `generate`'s answer (not used by the loop) | completion-response, then model-turn-finished | terminate: the call fails with the stop |

@@ -24,7 +24,7 @@
 // |---|---|---|---|---|---|
 // | completion-call, every step | middleware `transformParams` | the call as it was | `preamble`, `extra_context`: the system message; `temperature`; `max_tokens`: `maxOutputTokens`; `tool_choice`: `toolChoice` (one specific tool: `{type: 'tool'}`; several: `required` among only those); `active_tools`: `tools` narrowed. `additional_params`, `history`: no place to apply them, so `FailedClosed` (unsupported-flow), never dropped | — | thrown: `generateText` rejects with it, `streamText`'s stream errors with it |
 // | model-turn-finished | middleware `wrapGenerate`, after the model answered | the answer | — | — | thrown, as above |
-// | text-delta | middleware `wrapStream`, each text delta (with the text so far) | passed on | — | — | the stream errors with it |
+// | text-delta | middleware `wrapStream`, each text delta (with the text so far) | passed on, less the tail held back (docs/contract.md#streamed-text); the SDK's `text-end` releases it | what no later delta can change of the rewrite of the text so far, so a secret split across deltas is never passed on | — | the stream errors with it |
 // | stream-response-finish | middleware `wrapStream`, the `finish` part | passed on | — | — | the stream errors with it |
 // | tool-call | the tool's `execute`, before it runs | runs | runs with the rewritten arguments (canonical JSON, parsed) | the reason is the tool's output; it does not run | `run.signal` aborts with it (so the call rejects with it) and `execute` throws it |
 // | tool-result | the tool's `execute`, after it ran | its output | the rewrite: text stays text, an object the JSON object the rewrite is (not JSON: `FailedClosed`) | — | as tool-call |
@@ -179,16 +179,24 @@ export class GuardedRun {
   #guardStream() {
     const texts = new Map();
     let content = '';
-    const decide = (event) => this.#decide(event);
+        const decide = (event) => this.#decide(event);
     const prompt = () => this.#prompt ?? '';
+    const run = () => this.run;
     return new TransformStream({
       async transform(part, controller) {
         try {
-          if (part.type === 'text-delta') {
+                    if (part.type === 'text-delta') {
             const aggregated = (texts.get(part.id) ?? '') + part.delta;
             texts.set(part.id, aggregated);
             content += part.delta;
-            await decide({ event: 'text-delta', delta: part.delta, aggregated });
+            // Only what no later delta can change is passed on: a guard
+            // that redacts sees a secret whole before any of it is shown.
+            const { show } = await decide({ event: 'text-delta', delta: part.delta, aggregated });
+            if (show) controller.enqueue({ ...part, delta: show });
+            return;
+          } else if (part.type === 'text-end') {
+            const rest = run().textDone();
+            if (rest) controller.enqueue({ type: 'text-delta', id: part.id, delta: rest });
           } else if (part.type === 'tool-call') {
             content += `${content ? '\n' : ''}${part.toolName}(${part.input})`;
           } else if (part.type === 'finish') {

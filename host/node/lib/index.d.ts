@@ -31,8 +31,10 @@ export interface Decision {
   flow: 'continue' | 'terminate' | 'skip' | 'rewrite-args' | 'rewrite-result' | 'patch-request' | 'fail' | 'retry' | 'repair';
   reason?: string;
   plugin?: string;
-  rewritten?: unknown;
+    rewritten?: unknown;
   shadow?: unknown;
+  /** For a text-delta or a stream-response-finish: the streamed text to show now (docs/contract.md#streamed-text). */
+  show?: string;
   [field: string]: unknown;
 }
 
@@ -111,7 +113,9 @@ export declare class Run {
   toolResult(toolName: string, args: Args, result: string, options?: { toolCallId?: string }): Promise<ToolResultVerdict>;
   toolResultSync(toolName: string, args: Args, result: string, options?: { toolCallId?: string }): ToolResultVerdict;
   completionCall(prompt: string, messages: Message[], turn: number): Promise<ModelCall>;
-  completionCallSync(prompt: string, messages: Message[], turn: number): ModelCall;
+    completionCallSync(prompt: string, messages: Message[], turn: number): ModelCall;
+  /** The streamed text ended: the rest of it the guards held back, as they last decided it. */
+  textDone(): string;
   /** Ends the run with `error`, so every later step throws it too; throws it. */
   end(error: Stopped): never;
   close(): void;

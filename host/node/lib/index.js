@@ -175,10 +175,19 @@ export class Run {
     return this.#decision(await native_(() => this.#native.send(text)));
   }
 
-  /** `send` on the calling thread. */
+    /** `send` on the calling thread. */
   sendSync(event) {
     const text = this.#event(event);
     return this.#decision(nativeSync(() => this.#native.sendSync(text)));
+  }
+
+  /**
+   * The streamed text ended: the rest of it, as the guards last decided
+   * it. A text-delta's decision shows only what no later delta can change
+   * (`show`); this is what was held back.
+   */
+  textDone() {
+    return nativeSync(() => this.#native.textDone());
   }
 
   /**

@@ -287,8 +287,7 @@ pub struct Run(Arc<binding::Run>);
 fn send(run: &binding::Run, event: &str) -> std::result::Result<String, String> {
     let event: StepEvent = serde_json::from_str(event)
         .map_err(|e| format!("not an event in hookbox's JSON form: {e}"))?;
-    let outcome = run.door().decide(None, &event);
-    Ok(hookbox::outcome_json(&outcome).to_string())
+    Ok(run.door().answer_json(&event).1.to_string())
 }
 
 fn tool_call(run: &binding::Run, name: String, args: String, id: Option<String>) -> ToolCall {
@@ -357,6 +356,13 @@ impl Run {
     #[napi]
     pub fn send_sync(&self, event: String) -> Result<String> {
         send(&self.0, &event).map_err(invalid)
+    }
+
+    /// The streamed text ended: the rest of it the guards held back, as
+    /// they last decided it (docs/contract.md#streamed-text).
+    #[napi]
+    pub fn text_done(&self) -> String {
+        self.0.door().text_done()
     }
 
     /// Whether the tool `tool_name` may run with `args` (JSON text).

@@ -149,13 +149,28 @@ function streamed(deltas) {
   return new MockLanguageModelV4({ doStream: { stream: simulateReadableStream({ chunks }) } });
 }
 
-test('streaming: text deltas pass through the guards to the caller', async () => {
+test('streaming: text deltas pass through the guards to the caller, the word being written held back', async () => {
   const { stack } = examples();
   const run = new Guard(stack).startRun();
   const result = streamText({ model: run.model(streamed(['Hel', 'lo'])), prompt: 'hi', abortSignal: run.signal });
   const parts = [];
   for await (const text of result.textStream) parts.push(text);
-  assert.deepEqual(parts, ['Hel', 'lo']);
+  // redact-secrets reads the text streamed so far: the word being written
+  // is held until the text ends.
+  assert.deepEqual(parts, ['Hello']);
+});
+
+test('streaming: a secret split across deltas never reaches the caller', async () => {
+  const { stack } = examples();
+  const run = new Guard(stack).startRun();
+  const deltas = ['Your config: AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MD', 'ENG/bPxRfiCYEXAMPLEKEY', ' and that is all of it.'];
+  const result = streamText({ model: run.model(streamed(deltas)), prompt: 'hi', abortSignal: run.signal });
+  const parts = [];
+  for await (const text of result.textStream) parts.push(text);
+  assert.ok(parts.every((part) => !part.includes('wJalr') && !part.includes('EXAMPLEKEY')), JSON.stringify(parts));
+  const text = parts.join('');
+  assert.ok(text.startsWith('Your config: ') && text.endsWith(' and that is all of it.') && text.includes('[REDACTED'), text);
+  assert.equal(await result.text, text);
 });
 
 test('streaming: a guest that traps on a delta errors the stream, naming it', async () => {
@@ -169,7 +184,8 @@ test('streaming: a guest that traps on a delta errors the stream, naming it', as
     })(),
     (e) => e instanceof FailedClosed && e.plugin === 'puppet' && e.cause === 'trap',
   );
-  assert.deepEqual(parts, ['Hel']);
+  // Nothing was shown: the first delta was one word, held.
+  assert.deepEqual(parts, []);
 });
 
 test('a call without the run’s signal is refused before the model is called', async () => {

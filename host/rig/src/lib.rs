@@ -36,7 +36,7 @@
 //! | `on_invalid_tool_call` | invalid-tool-call | fail / retry / repair / skip: rig's action of that name (every plugin continuing is fail); terminate: stop; no plugin subscribed, or arguments that are not JSON: no opinion (rig decides) |
 //! | `on_dispatch` (tool) | tool-call | rewrite-args: `DispatchAction::Patch` with the arguments (a rewrite that is not a JSON object: `DispatchAction::skip` saying so, the run goes on); skip: `DispatchAction::skip` (the model sees the reason); terminate: stop |
 //! | `on_outcome` (tool) | tool-result | rewrite-result: the model-visible output replaced in its shape (text stays text, JSON the same structure; a rewrite that does not fit withholds it, `hookbox_adapter::shape`), the result's status kept; terminate: stop |
-//! | `on_text_delta` | text-delta | terminate: stop |
+//! | `on_text_delta` | text-delta | terminate: stop; a rewrite (a guard redacting the text so far) stops too, fail-closed: rig's observer cannot change the text it streams (docs/contract.md#streamed-text) |
 //! | `on_tool_call_delta` | tool-call-delta | terminate: stop |
 //! | `on_run_settled` | (ends the run) | the run's instances are released |
 //!

@@ -459,16 +459,16 @@ async fn post_event(
     let started = Instant::now();
     let decided = decide_here(|| {
         let _permit = permit;
-        live.span.in_scope(|| live.door.decide(None, &event))
+        live.span.in_scope(|| live.door.answer_json(&event))
     });
-    let Some(outcome) = decided else {
+    let Some((outcome, answer)) = decided else {
         return error(
             StatusCode::INTERNAL_SERVER_ERROR,
             "deciding this event panicked inside hookbox (a bug: please report it); the run is over, start another",
         );
     };
     app.metrics.record(kind, &outcome, started.elapsed());
-    axum::Json(hookbox::outcome_json(&outcome)).into_response()
+    axum::Json(answer).into_response()
 }
 
 async fn status(State(app): State<Arc<App>>) -> Response {

@@ -1,4 +1,5 @@
-//! Redact personal data from tool results before the model sees them:
+//! Redact personal data from tool results before the model sees them, and
+//! from the text a model streams before the user does:
 //! e-mail addresses, phone numbers, payment cards, IBANs, national IDs and
 //! IP addresses ([`find`]), each replaced by its label or, where the
 //! operator asks, by a value of the same shape. A JSON result keeps its
@@ -14,16 +15,20 @@ struct Pii;
 
 impl Hook for Pii {
     fn subscriptions() -> Vec<EventKind> {
-        vec![EventKind::ToolResult]
+        vec![EventKind::ToolResult, EventKind::TextDelta]
     }
 
     fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
-        let StepEvent::ToolResult(result) = event else {
-            return Flow::Continue;
-        };
         static POLICY: std::sync::OnceLock<Policy> = std::sync::OnceLock::new();
         let policy = POLICY.get_or_init(Policy::from_config);
-        match policy.redact_document(&result.result) {
+        let redacted = match event {
+            StepEvent::ToolResult(result) => policy.redact_document(&result.result),
+            // The text the model has streamed so far: its door shows only
+            // what a later delta cannot change (docs/contract.md#streamed-text).
+            StepEvent::TextDelta(delta) => policy.redact(&delta.aggregated),
+            _ => None,
+        };
+        match redacted {
             Some(redacted) => Flow::rewrite_result(redacted),
             None => Flow::Continue,
         }

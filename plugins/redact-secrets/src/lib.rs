@@ -1,5 +1,5 @@
 //! Redact secrets and e-mail addresses from tool results before the model
-//! sees them, with gitleaks' rule set and the shapes tool output has:
+//! sees them, and from the text a model streams before the user does, with gitleaks' rule set and the shapes tool output has:
 //! plain text anywhere on a line, command lines, JSON at any depth (JSON
 //! inside strings too), object keys, values under secret names. A result
 //! keeps its shape.
@@ -14,16 +14,21 @@ struct RedactSecrets;
 
 impl Hook for RedactSecrets {
     fn subscriptions() -> Vec<EventKind> {
-        vec![EventKind::ToolResult]
+        vec![EventKind::ToolResult, EventKind::TextDelta]
     }
 
     fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
-        let StepEvent::ToolResult(result) = event else {
-            return Flow::Continue;
+        // A tool's result, or the text the model has streamed so far (its
+        // door shows only what a later delta cannot change:
+        // docs/contract.md#streamed-text).
+        let text = match event {
+            StepEvent::ToolResult(result) => result.result,
+            StepEvent::TextDelta(delta) => delta.aggregated,
+            _ => return Flow::Continue,
         };
         let emails = config::get_or("emails", "true") == "true";
-        match document::redact(&result.result, emails) {
-            Some(redacted) if redacted != result.result => Flow::rewrite_result(redacted),
+        match document::redact(&text, emails) {
+            Some(redacted) if redacted != text => Flow::rewrite_result(redacted),
             _ => Flow::Continue,
         }
     }

@@ -206,6 +206,7 @@ fn chain(
                 match current.to_mut() {
                     StepEvent::ToolCall(call) => call.args.clone_from(&text),
                     StepEvent::ToolResult(result) => result.result.clone_from(&text),
+                    StepEvent::TextDelta(delta) => delta.aggregated.clone_from(&text),
                     _ => {}
                 }
                 rewrite = Some((text, decision.plugin));

@@ -232,9 +232,9 @@ fn other_events_take_the_first_non_continue_and_ask_no_further() {
         ("b", Flow::terminate("first")),
         ("c", Flow::terminate("second")),
     ]);
-    let event = StepEvent::TextDelta(TextDelta {
+    let event = StepEvent::ToolCallDelta(crate::event::ToolCallDelta {
         delta: "d".into(),
-        aggregated: "d".into(),
+        ..Default::default()
     });
     let decision = dispatch(&stack, &event).unwrap();
     assert_eq!(
@@ -242,6 +242,39 @@ fn other_events_take_the_first_non_continue_and_ask_no_further() {
         (Flow::terminate("first"), Some("b"))
     );
     assert_eq!(asked(&seen[2]), 0);
+}
+
+#[test]
+fn text_delta_rewrites_chain_on_the_text_so_far() {
+    let mut stack = HookStack::new();
+    fake(&mut stack, "secrets", |e| match e {
+        StepEvent::TextDelta(d) => {
+            Flow::rewrite_result(d.aggregated.replace("sk-live-1", "[REDACTED]"))
+        }
+        _ => Flow::Continue,
+    });
+    let seen = fake(&mut stack, "pii", |e| match e {
+        StepEvent::TextDelta(d) => {
+            Flow::rewrite_result(d.aggregated.replace("ada@example.com", "[EMAIL]"))
+        }
+        _ => Flow::Continue,
+    });
+    let event = StepEvent::TextDelta(TextDelta {
+        delta: "example.com".into(),
+        aggregated: "key sk-live-1, mail ada@example.com".into(),
+    });
+    let decision = dispatch(&stack, &event).unwrap();
+    assert_eq!(
+        decision.flow,
+        Flow::rewrite_result("key [REDACTED], mail [EMAIL]")
+    );
+    let StepEvent::TextDelta(second) = &seen.lock().unwrap()[0] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (second.aggregated.as_str(), second.delta.as_str()),
+        ("key [REDACTED], mail ada@example.com", "example.com")
+    );
 }
 
 #[test]
@@ -412,7 +445,7 @@ fn every_flow_an_event_does_not_honour_fails_closed_naming_the_hook() {
             }
         }
     }
-    assert_eq!(refused, 81 - 26, "9 events x 9 flows, 26 honoured pairs");
+    assert_eq!(refused, 81 - 27, "9 events x 9 flows, 27 honoured pairs");
 }
 
 #[test]
