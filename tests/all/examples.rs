@@ -255,10 +255,11 @@ fn the_example_session_shows_every_guardrail_acting() {
             "rewrite-args by path-jail",
             "rewrite-result by redact-secrets",
             "skip by deny-tools",
+            "skip by egress",
+            "skip by shell-guard",
+            "rewrite-result by pii",
             "repair by repair-tools",
             "continue by -",
-            "rewrite-args by path-jail",
-            "rewrite-args by path-jail",
             "terminate by call-budget",
         ]
     );

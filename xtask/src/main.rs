@@ -111,8 +111,8 @@ fn demo(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A small project to tidy: a README, a `.env` with a (fake) secret, and a
-/// stale build directory.
+/// A small project to tidy: a README, a `.env` with a (fake) secret, an
+/// on-call page with a phone number, and a stale build directory.
 fn scratch_workspace(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
@@ -131,6 +131,11 @@ fn scratch_workspace(dir: &Path) -> Result<()> {
     std::fs::write(
         dir.join(".env"),
         "DATABASE_URL=postgres://db/app\nOPENAI_API_KEY=sk-live-4f9a8b7c6d5e4f3a2b1c\nmaintainer: alice@example.com\n", // gitleaks:allow
+    )?;
+    // Someone's phone number, for pii to find.
+    std::fs::write(
+        dir.join("ONCALL.md"),
+        "# On call\n\nEscalations: Ada Lovelace, +44 20 7946 0958.\n",
     )?;
     std::fs::write(dir.join("build/app.o"), "stale")?;
     Ok(())

@@ -68,10 +68,20 @@ impl Run {
                 errors::invalid(py, format!("not an event in hookbox's JSON form: {e}"))
             })?
         };
-        match self.with(py, |door| door.decide(None, &event)) {
-            Ok(decision) => Ok(Decision(decision)),
+                // A text-delta's and a stream-response-finish's answer says what
+        // of the streamed text to show now (docs/contract.md#streamed-text).
+        let (outcome, answer) = self.with(py, |door| door.answer_json(&event));
+        let show = answer.get("show").and_then(|s| s.as_str()).map(str::to_owned);
+        match outcome {
+            Ok(decision) => Ok(Decision(decision, show)),
             Err(failure) => Err(errors::failed_closed(py, &failure)),
         }
+    }
+
+    /// The streamed text ended: the rest of it the guards held back, as
+    /// they last decided it (docs/contract.md#streamed-text).
+    fn text_done(&self, py: Python<'_>) -> String {
+        self.with(py, |door| door.text_done())
     }
 
     /// Asks whether the tool `tool_name` may run with `args` (a dict, or
@@ -243,7 +253,7 @@ impl Run {
 
 /// What the stack decided about an event.
 #[pyclass(frozen, module = "hookbox")]
-pub struct Decision(CoreDecision);
+pub struct Decision(CoreDecision, Option<String>);
 
 #[pymethods]
 impl Decision {
@@ -324,9 +334,19 @@ impl Decision {
         )?)
     }
 
+        /// For a text-delta or a stream-response-finish: the streamed text to
+    /// show now, held back where a guard may still redact it.
+    #[getter]
+    fn show(&self) -> Option<&str> {
+        self.1.as_deref()
+    }
+
     /// The decision in its JSON form (docs/contract.md#json-forms), as a dict.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let json = hookbox::outcome_json(&Ok(self.0.clone()));
+        let mut json = hookbox::outcome_json(&Ok(self.0.clone()));
+        if let (Some(show), Some(map)) = (&self.1, json.as_object_mut()) {
+            map.insert("show".into(), show.clone().into());
+        }
         Ok(pythonize::pythonize(py, &json)?)
     }
 

@@ -46,6 +46,17 @@ def test_a_secret_in_a_result_is_replaced(stack):
     assert stack.start_run().tool_result("read_file", {}, "nothing here").kind == "keep"
 
 
+def test_a_secret_split_across_streamed_deltas_is_never_shown(stack):
+    run = stack.start_run()
+    shown = []
+    for delta in ("Your config: AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MD", "ENG/bPxRfiCYEXAMPLEKEY", " and that is all."):
+        shown.append(run.send({"event": "text-delta", "delta": delta}).show)
+    shown.append(run.text_done())
+    text = "".join(shown)
+    assert all("wJalr" not in part and "EXAMPLEKEY" not in part for part in shown), shown
+    assert text.startswith("Your config: ") and text.endswith(" and that is all.") and "[REDACTED" in text
+
+
 def test_a_request_patch_is_the_first_turns_only(stack):
     run = stack.start_run()
     first = run.completion_call("fix it", [{"role": "user", "content": "fix it"}], 1)

@@ -162,8 +162,16 @@ class Run:
         """Asks the guards about `event` (a dict in hookbox's JSON form, a
         `hookbox.events` TypedDict, or its JSON text); returns their
         decision. Raises `FailedClosed` when the run failed closed (now or
-        earlier), `InvalidEvent` for input that is no event."""
+        earlier), `InvalidEvent` for input that is no event. A text-delta's
+        (and a stream-response-finish's) decision has `show`: the streamed
+        text to display now, held back where a guard may still redact it
+        (docs/contract.md#streamed-text)."""
         return self._native.send(event)
+
+    def text_done(self) -> str:
+        """The streamed text ended: the rest of it the guards held back, as
+        they last decided it."""
+        return self._native.text_done()
 
     def tool_call(
         self, tool_name: str, args: Args, *, tool_call_id: Optional[str] = None
