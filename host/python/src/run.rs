@@ -68,10 +68,13 @@ impl Run {
                 errors::invalid(py, format!("not an event in hookbox's JSON form: {e}"))
             })?
         };
-                // A text-delta's and a stream-response-finish's answer says what
+        // A text-delta's and a stream-response-finish's answer says what
         // of the streamed text to show now (docs/contract.md#streamed-text).
         let (outcome, answer) = self.with(py, |door| door.answer_json(&event));
-        let show = answer.get("show").and_then(|s| s.as_str()).map(str::to_owned);
+        let show = answer
+            .get("show")
+            .and_then(|s| s.as_str())
+            .map(str::to_owned);
         match outcome {
             Ok(decision) => Ok(Decision(decision, show)),
             Err(failure) => Err(errors::failed_closed(py, &failure)),
@@ -334,7 +337,7 @@ impl Decision {
         )?)
     }
 
-        /// For a text-delta or a stream-response-finish: the streamed text to
+    /// For a text-delta or a stream-response-finish: the streamed text to
     /// show now, held back where a guard may still redact it.
     #[getter]
     fn show(&self) -> Option<&str> {

@@ -9,11 +9,17 @@ use std::net::Ipv6Addr;
 /// A kind of personal data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Entity {
+    /// An e-mail address.
     Email,
+    /// A phone number.
     Phone,
+    /// A payment card number.
     Card,
+    /// An international bank account number.
     Iban,
+    /// A national identity number.
     NationalId,
+    /// An IPv4 or IPv6 address.
     Ip,
 }
 
@@ -61,8 +67,11 @@ impl Entity {
 /// A piece of personal data: where it is (byte offsets) and what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Found {
+    /// Where it starts.
     pub start: usize,
+    /// Where it ends (exclusive).
     pub end: usize,
+    /// What it is.
     pub entity: Entity,
 }
 
@@ -105,18 +114,17 @@ pub fn find(text: &str) -> Vec<Found> {
             }
             if (b[i].is_ascii_digit() || b[i] == b'+' || b[i] == b'(')
                 && before.is_none_or(|c| !matches!(c, b'.' | b'-' | b'/' | b'+' | b':'))
+                && let Some(number) = number(b, i)
             {
-                if let Some(number) = number(b, i) {
-                    if let Some(entity) = number.entity {
-                        found.push(Found {
-                            start: i,
-                            end: number.end,
-                            entity,
-                        });
-                    }
-                    i = number.end.max(i + 1);
-                    continue;
+                if let Some(entity) = number.entity {
+                    found.push(Found {
+                        start: i,
+                        end: number.end,
+                        entity,
+                    });
                 }
+                i = number.end.max(i + 1);
+                continue;
             }
         }
         i += 1;
@@ -422,13 +430,11 @@ fn number(b: &[u8], at: usize) -> Option<Number> {
             i += 1;
         }
         let sep = &b[sep_start..i];
-        if sep.iter().filter(|&&c| c == b' ').count() > 1 || (!groups.is_empty() && sep.is_empty())
+        let spaces = sep.iter().filter(|&&c| c == b' ').count();
+        if spaces > 1
+            || (!groups.is_empty() && sep.is_empty())
+            || !b.get(i).is_some_and(u8::is_ascii_digit)
         {
-            i = sep_start;
-            break;
-        }
-        if !b.get(i).is_some_and(u8::is_ascii_digit) {
-            i = sep_start;
             break;
         }
         parens |= sep.contains(&b'(');
@@ -592,7 +598,7 @@ fn card(b: &[u8], groups: &[(usize, usize)]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// Whether digit groups read as a phone number: 7 to 15 digits (E.164's
