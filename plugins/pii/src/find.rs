@@ -527,7 +527,7 @@ fn number(b: &[u8], at: usize) -> Option<Number> {
         ssn(b, &groups).then_some(Entity::NationalId)
     } else if !plus
         && !parens
-        && (12..=19).contains(&digits)
+        && (13..=19).contains(&digits)
         && plain(&separators, b" -")
         && card_grouping(&lens)
         && card(b, &groups)
