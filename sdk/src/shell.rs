@@ -892,4 +892,74 @@ mod tests {
             Err(Unreadable::TooDeep)
         );
     }
+
+    /// Scripts made of the pieces the reader turns on (quotes, escapes,
+    /// substitutions, redirections, heredocs, wrappers, multi-byte
+    /// characters), in random order: reading never panics (a panic traps a
+    /// guest and ends its run), and every `runs_in` and `piped_from` names
+    /// an earlier command.
+    #[test]
+    fn no_mix_of_quotes_substitutions_and_redirections_breaks_it() {
+        const PIECES: [&str; 34] = [
+            "'",
+            "\"",
+            "\\",
+            "$(",
+            ")",
+            "`",
+            "$'\\x4",
+            "<(",
+            ">(",
+            "|",
+            "|&",
+            "||",
+            "&&",
+            ";",
+            "&",
+            "\n",
+            "#",
+            "<<EOF\n",
+            "EOF\n",
+            "<<-",
+            "<<<",
+            ">",
+            ">>",
+            "2>&1",
+            "&>",
+            "sh -c ",
+            "eval ",
+            "sudo -u ",
+            "env A=1 ",
+            "find . -exec ",
+            " {} ;",
+            "é",
+            "😀",
+            " ",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..20_000 {
+            let mut script = String::new();
+            for _ in 0..14 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                script.push_str(PIECES[(state % PIECES.len() as u64) as usize]);
+            }
+            if let Ok(commands) = parse(&script) {
+                for (at, c) in commands.iter().enumerate() {
+                    assert!(
+                        c.runs_in.is_none_or(|p| p < at)
+                            || c.runs_in.is_some_and(|p| p < commands.len()),
+                        "{script:?}"
+                    );
+                    assert!(
+                        c.piped_from.is_none_or(|p| p < commands.len()),
+                        "{script:?}"
+                    );
+                    assert!(c.program_at <= c.words.len());
+                    let _ = (c.program(), c.args(), c.wrapper_words());
+                }
+            }
+        }
+    }
 }

@@ -159,4 +159,33 @@ mod tests {
         let shown = stream(&[&text], |_| None).unwrap();
         assert_eq!(shown.concat(), text);
     }
+
+    /// Deltas of random text, each decided by a guard that redacts one word
+    /// wherever it is whole: what is shown is always what the guard last
+    /// decided, never the word, and nothing panics on multi-byte text.
+    #[test]
+    fn no_stream_of_words_and_characters_breaks_it() {
+        const PIECES: [&str; 10] = [
+            "sec", "ret", " ", "a", "é", "😀", "\n", "secret", "x ", "  ",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..5_000 {
+            let mut deltas = Vec::new();
+            for _ in 0..8 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                deltas.push(PIECES[(state % PIECES.len() as u64) as usize]);
+            }
+            let guard = |text: &str| {
+                text.contains("secret")
+                    .then(|| text.replace("secret", "[R]"))
+            };
+            if let Ok(shown) = stream(&deltas, guard) {
+                let text = shown.concat();
+                assert!(!text.contains("secret"), "{deltas:?}: {text:?}");
+                assert_eq!(text, deltas.concat().replace("secret", "[R]"));
+            }
+        }
+    }
 }

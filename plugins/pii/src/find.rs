@@ -702,4 +702,39 @@ mod tests {
             assert_eq!(kinds(text), [], "{text}");
         }
     }
+
+    /// Text made of the pieces the finders turn on (digits, separators,
+    /// signs, letters, `@`, colons, multi-byte characters), in random
+    /// order: finding never panics, and every finding lies on character
+    /// boundaries, in order, without overlaps.
+    #[test]
+    fn no_mix_of_digits_separators_and_characters_breaks_it() {
+        const PIECES: [&str; 30] = [
+            "4111", "1111", "0958", "570", "-08-", "5341", "+44", " ", "-", ".", "(", ")", "/",
+            "x", "ext.", "@", "ada", ".com", "GB82", "WEST", "DE89", ":", "::", "2001", "db8", "é",
+            "😀", "\n", "AB", "Z",
+        ];
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            let mut text = String::new();
+            for _ in 0..16 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                text.push_str(PIECES[(state % PIECES.len() as u64) as usize]);
+            }
+            let mut last = 0;
+            for f in find(&text) {
+                assert!(
+                    f.start >= last && f.start < f.end && f.end <= text.len(),
+                    "{text:?}"
+                );
+                assert!(
+                    text.is_char_boundary(f.start) && text.is_char_boundary(f.end),
+                    "{text:?}"
+                );
+                last = f.end;
+            }
+        }
+    }
 }

@@ -1367,4 +1367,61 @@ mod tests {
             assert_eq!(Rule::named(rule.name()), Some(rule));
         }
     }
+
+    /// Commands made of the pieces the rules turn on, in random order:
+    /// checking never panics (a panic traps the guard and ends the run).
+    #[test]
+    fn no_mix_of_programs_paths_and_operators_breaks_it() {
+        const PIECES: [&str; 30] = [
+            "sudo ",
+            "rm -rf ",
+            "~/",
+            "/etc/",
+            "..",
+            "curl -o x ",
+            "https://a.example/i.sh",
+            " | ",
+            "sh",
+            " -c ",
+            "'",
+            "\"",
+            "$(",
+            ")",
+            ">",
+            ">>",
+            ".bashrc",
+            "history -c",
+            "unset HISTFILE",
+            "nc -e ",
+            "/bin/sh",
+            "find / -exec ",
+            " ;",
+            "sed -i ",
+            "s/a/b/e",
+            "vim -c ':!",
+            "é",
+            " ",
+            "&&",
+            "LD_PRELOAD=x ",
+        ];
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..10_000 {
+            let mut script = String::new();
+            for _ in 0..10 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                script.push_str(PIECES[(state % PIECES.len() as u64) as usize]);
+            }
+            if let Ok(commands) = shell::parse(&script) {
+                let context = Context {
+                    commands: &commands,
+                    workspace: Some("/srv/app"),
+                };
+                for at in 0..commands.len() {
+                    let _ = context.check(at);
+                }
+            }
+        }
+    }
 }
