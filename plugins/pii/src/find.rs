@@ -85,29 +85,20 @@ pub fn find(text: &str) -> Vec<Found> {
         let before = i.checked_sub(1).map(|p| b[p]);
         let boundary = before.is_none_or(|c| !c.is_ascii_alphanumeric() && c != b'_');
         if boundary {
-            if let Some(end) = iban(b, i) {
+            // The finders whose entity their start decides, in order.
+            let fixed = iban(b, i)
+                .map(|end| (end, Entity::Iban))
+                .or_else(|| {
+                    nino(b, i)
+                        .or_else(|| dni(b, i))
+                        .map(|end| (end, Entity::NationalId))
+                })
+                .or_else(|| ipv6(b, i).map(|end| (end, Entity::Ip)));
+            if let Some((end, entity)) = fixed {
                 found.push(Found {
                     start: i,
                     end,
-                    entity: Entity::Iban,
-                });
-                i = end;
-                continue;
-            }
-            if let Some(end) = nino(b, i).or_else(|| dni(b, i)) {
-                found.push(Found {
-                    start: i,
-                    end,
-                    entity: Entity::NationalId,
-                });
-                i = end;
-                continue;
-            }
-            if let Some(end) = ipv6(b, i) {
-                found.push(Found {
-                    start: i,
-                    end,
-                    entity: Entity::Ip,
+                    entity,
                 });
                 i = end;
                 continue;
