@@ -40,6 +40,8 @@ struct Row {
     /// Whether a run goes on after the event (call-budget's ends, once its
     /// budget is spent): then it has a warm cost.
     warm: bool,
+    /// Page faults per fresh run, where the platform counts them.
+    faults: Option<f64>,
 }
 
 fn tool_call(tool: &str, args: &str) -> StepEvent {
@@ -139,6 +141,7 @@ fn rows(runtime: &Runtime) -> Vec<Row> {
             bounded: true,
             stack: stack_of(load()),
             warm: true,
+            faults: None,
         });
         if *name == "redact-secrets" {
             // With a secret, and both ways as the plain build (`cargo build`
@@ -186,6 +189,7 @@ fn rows(runtime: &Runtime) -> Vec<Row> {
                     bounded: false,
                     stack: stack_of(plugin),
                     warm: true,
+                    faults: None,
                 });
             }
         }
@@ -210,6 +214,7 @@ fn rows(runtime: &Runtime) -> Vec<Row> {
             bounded: language == "rust",
             stack: stack_of(plugin),
             warm: true,
+            faults: None,
         });
     }
     rows
@@ -225,6 +230,7 @@ fn bench(c: &mut Criterion, rows: &mut [Row]) {
                 black_box(run.dispatch(&ctx, &row.event).expect("answers"));
             })
         });
+        row.faults = faults_per_run(row);
         // A run the event ends (call-budget's, once spent) has no warm cost.
         let mut run = row.stack.start_run("bench");
         for _ in 0..1000 {
@@ -249,7 +255,7 @@ fn median(kind: &str, id: &str) -> Option<f64> {
 fn report(rows: &[Row]) -> (String, Vec<String>) {
     let baseline = median("fresh", "deny-tools").expect("deny-tools was measured");
     let mut out = String::from(
-        "| guard | event | fresh run, first event | same event, warm run | start-up (fresh − warm) | fresh ÷ deny-tools |\n|---|---|---|---|---|---|\n",
+        "| guard | event | fresh run, first event | same event, warm run | start-up (fresh − warm) | page faults a fresh run | fresh ÷ deny-tools |\n|---|---|---|---|---|---|---|\n",
     );
     let mut over = Vec::new();
     for row in rows {
@@ -263,16 +269,43 @@ fn report(rows: &[Row]) -> (String, Vec<String>) {
             over.push(format!("{} ({ratio:.1}×)", row.guard));
         }
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {ratio:.1}×{} |\n",
+            "| {} | {} | {} | {} | {} | {} | {ratio:.1}×{} |\n",
             row.guard,
             row.event_label,
             human(fresh),
             warm.map_or("– (the run ended)".into(), human),
             warm.map_or("–".into(), |warm| human((fresh - warm).max(0.0))),
+            row.faults.map_or("–".into(), |f| format!("{f:.0}")),
             if row.bounded { "" } else { " (not bound)" }
         ));
     }
     (out, over)
+}
+
+/// Minor page faults of this process so far (Linux): what a fresh run
+/// writes of its guard's memory that the host's reset of the instance did
+/// not keep (see `hookbox_sdk::alloc::start_up`).
+fn minor_faults() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // After the command name, in parentheses and possibly with spaces.
+    let fields = &stat[stat.rfind(')')? + 2..];
+    fields.split(' ').nth(7)?.parse().ok()
+}
+
+/// Page faults per fresh run, over 200 runs after one.
+fn faults_per_run(row: &Row) -> Option<f64> {
+    const RUNS: u32 = 200;
+    let ctx = hookbox_bench::context();
+    let run_once = || {
+        let mut run = row.stack.start_run("bench");
+        black_box(run.dispatch(&ctx, &row.event).expect("answers"));
+    };
+    run_once();
+    let before = minor_faults()?;
+    for _ in 0..RUNS {
+        run_once();
+    }
+    Some((minor_faults()? - before) as f64 / f64::from(RUNS))
 }
 
 fn main() {

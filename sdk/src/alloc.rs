@@ -36,7 +36,61 @@ const GRANULARITY: usize = 4096;
 #[cfg(target_arch = "wasm32")]
 const WASM_PAGE: usize = 64 << 10;
 
-/// dlmalloc on the initial memory's free tail, then on grown pages.
+/// dlmalloc on the initial memory's free tail, then on grown pages. A
+/// handle: the heap itself is one per guest, so [`start_up`] reaches it.
+#[derive(Clone, Copy, Default)]
+pub struct InitialHeap;
+
+impl InitialHeap {
+    /// The allocator, before its first allocation.
+    #[must_use]
+    pub const fn new() -> InitialHeap {
+        InitialHeap
+    }
+}
+
+/// Runs a pre-initialised guard's start-up (`init`) so that runs allocate
+/// apart from what it builds; [`pre_initialize!`](crate::pre_initialize)
+/// calls it. After the start-up, [`RUN_RESERVE`] bytes are grown for runs
+/// (zero pages in the snapshot's initial memory, so a run allocates
+/// without growing it), and runs allocate there (then from memory grown
+/// after it), never from the holes the start-up's freed memory left among
+/// what it built; a free of the start-up's memory during a run is not
+/// reused.
+///
+/// Why: a run starts from the snapshot, copy-on-write, and the host resets
+/// an instance's memory for the next run by copying back the pages the run
+/// wrote, lowest first, as long as they lie in few stretches (wasmtime's
+/// `PAGEMAP_SCAN` reset takes 32); past that, it unmaps the rest and the
+/// next run faults each of those pages in again. A run allocating in holes
+/// spread over megabytes of start-up writes pages all over them; one
+/// allocating here writes one stretch. The start-up's memory freed during a run (a
+/// buffer it built, grown) is not handed out again in that run; at most the
+/// start-up's heap is lost that way, and the next run starts from the
+/// snapshot anyway.
+///
+/// Where [`InitialHeap`] is not the allocator in use, only runs `init`.
+pub fn start_up(init: impl FnOnce()) {
+    init();
+    #[cfg(all(
+        target_arch = "wasm32",
+        target_os = "unknown",
+        not(target_feature = "atomics")
+    ))]
+    HEAP.seal();
+}
+
+/// How much memory [`start_up`] sets aside for runs.
+pub const RUN_RESERVE: usize = 256 << 10;
+
+#[cfg(all(
+    target_arch = "wasm32",
+    target_os = "unknown",
+    not(target_feature = "atomics")
+))]
+static HEAP: Heap = Heap::new();
+
+/// The heap behind every [`InitialHeap`].
 #[cfg_attr(
     not(all(
         target_arch = "wasm32",
@@ -48,40 +102,98 @@ const WASM_PAGE: usize = 64 << 10;
         reason = "only wasm32-unknown-unknown guests allocate with it"
     )
 )]
-pub struct InitialHeap(UnsafeCell<dlmalloc::Dlmalloc<Memory>>);
+struct Heap {
+    /// Every allocation's, until [`start_up`] ends.
+    start_up: UnsafeCell<dlmalloc::Dlmalloc<Memory>>,
+    /// After [`start_up`]: every allocation's.
+    run: UnsafeCell<dlmalloc::Dlmalloc<Memory>>,
+    /// After [`start_up`]: the memory it had, `start..end`.
+    sealed: Cell<Option<(usize, usize)>>,
+}
 
 // SAFETY: only where guests are single-threaded (wasm32 with no
-// `+atomics`): no two calls can run at once. Elsewhere the type is not
-// `Sync` and cannot be a global allocator.
+// `+atomics`): no two calls can run at once.
 #[cfg(all(
     target_arch = "wasm32",
     target_os = "unknown",
     not(target_feature = "atomics")
 ))]
-unsafe impl Sync for InitialHeap {}
+unsafe impl Sync for Heap {}
 
-impl InitialHeap {
-    /// The allocator, before its first allocation.
-    #[must_use]
-    pub const fn new() -> InitialHeap {
-        let mut heap = dlmalloc::Dlmalloc::new_with_allocator(Memory {
-            tail: Cell::new(Tail::Unknown),
-        });
-        // Ask for memory a host page at a time, not a wasm page: the tail
-        // is often less than 64 KiB.
-        let _ = heap.set_granularity(GRANULARITY);
-        InitialHeap(UnsafeCell::new(heap))
+#[cfg_attr(
+    not(all(
+        target_arch = "wasm32",
+        target_os = "unknown",
+        not(target_feature = "atomics")
+    )),
+    allow(
+        dead_code,
+        reason = "only wasm32-unknown-unknown guests allocate with it"
+    )
+)]
+impl Heap {
+    const fn new() -> Heap {
+        const fn dlmalloc() -> dlmalloc::Dlmalloc<Memory> {
+            let mut heap = dlmalloc::Dlmalloc::new_with_allocator(Memory {
+                tail: Cell::new(Tail::Unknown),
+            });
+            // Ask for memory a host page at a time, not a wasm page: the
+            // tail is often less than 64 KiB.
+            let _ = heap.set_granularity(GRANULARITY);
+            heap
+        }
+        Heap {
+            start_up: UnsafeCell::new(dlmalloc()),
+            run: UnsafeCell::new(dlmalloc()),
+            sealed: Cell::new(None),
+        }
     }
-}
 
-impl Default for InitialHeap {
-    fn default() -> InitialHeap {
-        InitialHeap::new()
+    /// The heap allocations come from now.
+    #[allow(
+        clippy::mut_from_ref,
+        reason = "single-threaded, no reentry (see the Sync impl)"
+    )]
+    fn current(&self) -> &mut dlmalloc::Dlmalloc<Memory> {
+        let heap = if self.sealed.get().is_some() {
+            self.run.get()
+        } else {
+            self.start_up.get()
+        };
+        // SAFETY: one thread, and no call here reenters another.
+        unsafe { &mut *heap }
+    }
+
+    /// Whether `ptr` is the start-up's, once it has ended.
+    fn is_start_up(&self, ptr: *mut u8) -> bool {
+        self.sealed
+            .get()
+            .is_some_and(|(start, end)| (start..end).contains(&(ptr as usize)))
+    }
+
+    /// Ends the start-up: runs allocate from memory grown after all it
+    /// holds, [`RUN_RESERVE`] at first.
+    #[cfg(target_arch = "wasm32")]
+    fn seal(&self) {
+        let end = core::arch::wasm32::memory_size(0) * WASM_PAGE;
+        let (start, len, _) = grow(RUN_RESERVE);
+        // With no room to reserve, runs grow the memory when they need to.
+        let tail = if start.is_null() {
+            Tail::Gone
+        } else {
+            Tail::Free {
+                start: start as usize,
+                len,
+            }
+        };
+        // SAFETY: as in `current`.
+        unsafe { &*self.run.get() }.allocator().tail.set(tail);
+        self.sealed.set(Some((0, end)));
     }
 }
 
 // SAFETY: each call has the only access to the dlmalloc state (a single
-// thread, as the `Sync` above; no reentry: dlmalloc does not allocate), and
+// thread, as `Heap`'s `Sync`; no reentry: dlmalloc does not allocate), and
 // forwards the layout's size and alignment as dlmalloc's contract asks.
 #[cfg(all(
     target_arch = "wasm32",
@@ -90,19 +202,34 @@ impl Default for InitialHeap {
 ))]
 unsafe impl GlobalAlloc for InitialHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        unsafe { (*self.0.get()).malloc(layout.size(), layout.align()) }
+        unsafe { HEAP.current().malloc(layout.size(), layout.align()) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        unsafe { (*self.0.get()).calloc(layout.size(), layout.align()) }
+        unsafe { HEAP.current().calloc(layout.size(), layout.align()) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { (*self.0.get()).free(ptr, layout.size(), layout.align()) }
+        if !HEAP.is_start_up(ptr) {
+            unsafe { HEAP.current().free(ptr, layout.size(), layout.align()) }
+        }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        unsafe { (*self.0.get()).realloc(ptr, layout.size(), layout.align(), new_size) }
+        if !HEAP.is_start_up(ptr) {
+            return unsafe {
+                HEAP.current()
+                    .realloc(ptr, layout.size(), layout.align(), new_size)
+            };
+        }
+        // The start-up's memory moves to the run's heap.
+        let moved = unsafe { HEAP.current().malloc(new_size, layout.align()) };
+        if !moved.is_null() {
+            unsafe {
+                core::ptr::copy_nonoverlapping(ptr, moved, layout.size().min(new_size));
+            }
+        }
+        moved
     }
 }
 

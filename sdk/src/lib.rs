@@ -110,7 +110,7 @@ macro_rules! pre_initialize {
         #[cfg(target_arch = "wasm32")]
         #[unsafe(export_name = "wizer-initialize")]
         pub extern "C" fn __hookbox_pre_initialize() {
-            $init()
+            $crate::__start_up!($init);
         }
         // Natively (a guard's unit tests) the function is still used.
         #[cfg(not(target_arch = "wasm32"))]
@@ -132,6 +132,27 @@ macro_rules! __global_allocator {
         ))]
         #[global_allocator]
         static __HOOKBOX_ALLOCATOR: $crate::alloc::InitialHeap = $crate::alloc::InitialHeap::new();
+    };
+}
+
+/// With the `initial-heap` feature: runs allocate apart from what a
+/// pre-initialised start-up built ([`alloc::start_up`]).
+#[cfg(feature = "initial-heap")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __start_up {
+    ($init:path) => {
+        $crate::alloc::start_up($init)
+    };
+}
+
+/// Without the `initial-heap` feature: the start-up alone.
+#[cfg(not(feature = "initial-heap"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __start_up {
+    ($init:path) => {
+        $init()
     };
 }
 
