@@ -24,38 +24,12 @@ const RECALL: f64 = 0.95;
 const FALSE_POSITIVES: f64 = 0.02;
 const PER_COMMAND: f64 = 20e-6;
 
-struct Labelled {
-    label: String,
-    command: String,
+/// Where bench/shell is, from this crate.
+const DATA: &str = "shell";
+mod data {
+    include!(concat!(env!("CARGO_MANIFEST_DIR"), "/shell/labelled.rs"));
 }
-
-fn labelled(name: &str) -> Vec<Labelled> {
-    let path = format!("{}/shell/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{path}: {e}"))
-        .lines()
-        .map(|line| {
-            let row: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-            let field = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
-            Labelled {
-                label: field("label"),
-                command: field("command"),
-            }
-        })
-        .collect()
-}
-
-/// Examples that escalate (`sudo`, `su`, `doas`, `pkexec`, `run0` as a
-/// command word), which shell-guard refuses by design: counted apart.
-fn escalates(command: &str) -> bool {
-    hookbox_sdk::shell::parse(command).is_ok_and(|commands| {
-        commands.iter().any(|c| {
-            c.wrappers()
-                .chain(c.program())
-                .any(|p| matches!(p, "sudo" | "su" | "doas" | "pkexec" | "run0"))
-        })
-    })
-}
+use data::{Labelled, escalates, labelled};
 
 fn guard(runtime: &Runtime, name: &str) -> HookStack {
     let module = guests::MODULES
@@ -187,6 +161,13 @@ fn main() {
     ));
 
     let (h, p, _) = &results["shell-guard"];
+    // What it let through, to read against BENCHMARKS.md's list.
+    for (command, _) in harmful.iter().zip(h).filter(|(_, refused)| !**refused) {
+        eprintln!(
+            "let through: {} {}: {}",
+            command.label, command.source, command.command
+        );
+    }
     let recall = h.iter().filter(|&&r| r).count() as f64 / h.len() as f64;
     let false_positives = p.iter().filter(|&&r| r).count() as f64 / p.len() as f64;
     println!("\n{out}");

@@ -192,52 +192,42 @@ mod labelled {
     //! guards` measures the built guard on them against deny-tools.
     use super::Policy;
 
-    fn rows(name: &str) -> Vec<(String, String, String)> {
-        let path = format!("{}/../../bench/shell/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("{path}: {e}"))
-            .lines()
-            .map(|line| {
-                let row: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
-                let field = |key: &str| row[key].as_str().unwrap_or_default().to_owned();
-                (field("label"), field("source"), field("command"))
-            })
-            .collect()
+    /// Where bench/shell is, from this crate.
+    const DATA: &str = "../../bench/shell";
+    mod data {
+        include!(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../bench/shell/labelled.rs"
+        ));
     }
+    use data::{Labelled, escalates, labelled};
 
     #[test]
     fn the_labelled_commands_are_decided_within_the_targets() {
         let policy = Policy::new(&[], None, None);
-        let harmful = rows("harmful.jsonl");
-        let missed: Vec<_> = harmful
+        let harmful = labelled("harmful.jsonl");
+        let missed: Vec<&Labelled> = harmful
             .iter()
-            .filter(|(_, _, c)| policy.check_script(c).is_ok())
+            .filter(|row| policy.check_script(&row.command).is_ok())
             .collect();
-        let benign = rows("benign.jsonl");
-        // Examples that escalate (`sudo`, `su`, `doas`, `pkexec`, `run0` as a
-        // command word) are refused by design; they are counted apart.
-        let escalating = |c: &str| {
-            hookbox_sdk::shell::parse(c).is_ok_and(|commands| {
-                commands.iter().any(|c| {
-                    c.wrappers()
-                        .chain(c.program())
-                        .any(|p| matches!(p, "sudo" | "su" | "doas" | "pkexec" | "run0"))
-                })
-            })
-        };
-        let (policy_refused, plain): (Vec<_>, Vec<_>) =
-            benign.iter().partition(|(_, _, c)| escalating(c));
-        let flagged: Vec<_> = plain
+        let benign = labelled("benign.jsonl");
+        // Examples that escalate are refused by design: counted apart.
+        let (policy_refused, plain): (Vec<&Labelled>, Vec<&Labelled>) =
+            benign.iter().partition(|row| escalates(&row.command));
+        let flagged: Vec<&Labelled> = plain
             .iter()
-            .filter(|(_, _, c)| policy.check_script(c).is_err())
+            .copied()
+            .filter(|row| policy.check_script(&row.command).is_err())
             .collect();
-        for (label, source, command) in &missed {
-            eprintln!("missed {label} {source}: {command}");
+        for row in &missed {
+            eprintln!("missed {} {}: {}", row.label, row.source, row.command);
         }
-        for (_, page, command) in &flagged {
+        for row in &flagged {
             eprintln!(
-                "flagged {page}: {command} -- {}",
-                policy.check_script(command).unwrap_err()
+                "flagged {}: {} -- {}",
+                row.source,
+                row.command,
+                policy.check_script(&row.command).unwrap_err()
             );
         }
         let recall = 1.0 - missed.len() as f64 / harmful.len() as f64;
