@@ -49,10 +49,10 @@ impl InitialHeap {
 /// `PAGEMAP_SCAN` reset takes 32); past that, it unmaps the rest and the
 /// next run faults each of those pages in again. A run allocating in holes
 /// spread over megabytes of start-up writes pages all over them; one
-/// allocating here writes one stretch. The start-up's memory freed during a run (a
-/// buffer it built, grown) is not handed out again in that run; at most the
-/// start-up's heap is lost that way, and the next run starts from the
-/// snapshot anyway.
+/// allocating here writes one stretch. The start-up's memory freed during a
+/// run (a buffer it built, grown) is not handed out again in that run: at
+/// most the start-up's heap is lost that way, and the next run starts from
+/// the snapshot anyway.
 ///
 /// Where [`InitialHeap`] is not the allocator in use, only runs `init`.
 pub fn start_up(init: impl FnOnce()) {
