@@ -897,7 +897,7 @@ mod tests {
     /// substitutions, redirections, heredocs, wrappers, multi-byte
     /// characters), in random order: reading never panics (a panic traps a
     /// guest and ends its run), and every `runs_in` and `piped_from` names
-    /// an earlier command.
+    /// a command of the script.
     #[test]
     fn no_mix_of_quotes_substitutions_and_redirections_breaks_it() {
         const PIECES: [&str; 34] = [
