@@ -18,6 +18,7 @@ const EXAMPLES: &[&str] = &[
     "egress",
     "shell-guard",
     "pii",
+    "provenance",
 ];
 
 /// The test guests in `tests/guests/` built like the examples, and the Rust

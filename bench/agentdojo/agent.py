@@ -4,7 +4,8 @@ a scripted worst-case model and a tools executor that asks hookbox.
 `WorstCaseModel` plays the user task's ground truth, one call a turn, and
 as soon as a tool result the model reads holds the attack's marker, plays
 the injection task's ground truth first and then the rest of the user's:
-a model that always obeys an injection. No network, no key. The guard
+a model that always obeys an injection. No network, no key. Its answer is
+asked of hookbox as a `completion-response` before the user reads it. The guard
 never sees the marker; the model sees what the guard let it read.
 
 `HookboxToolsExecutor` is AgentDojo's `ToolsExecutor` with every call asked
@@ -44,6 +45,8 @@ class WorstCaseModel(BasePipelineElement):
 
     def __init__(self) -> None:
         self.run: hookbox.Run | None = None
+        # Times each hookbox call (the executor's, shared in `pipeline`).
+        self.timer = None
 
     def set_task(self, user_task, injection_task=None, run: hookbox.Run | None = None) -> None:
         self.user_task, self.injection_task, self.run = user_task, injection_task, run
@@ -70,7 +73,7 @@ class WorstCaseModel(BasePipelineElement):
         if self.run is not None:
             # Each turn is a model call, the user's prompt the first.
             try:
-                self.run.completion_call(query, [], self.calls + 1)
+                self.timer.ask(self.run.completion_call, query, [], self.calls + 1)
             except hookbox.Stopped as stop:
                 raise AbortAgentError(f"hookbox ended the run: {stop}", list(messages), env) from stop
         if self.injection_task is not None and not self.obeyed:
@@ -92,6 +95,18 @@ class WorstCaseModel(BasePipelineElement):
             answer = self.user_task.GROUND_TRUTH_OUTPUT
             if self.obeyed and self.injection_task.GROUND_TRUTH_OUTPUT:
                 answer += "\n" + self.injection_task.GROUND_TRUTH_OUTPUT
+        if calls is None and self.run is not None:
+            # The answer is a model response the guards see before the user.
+            try:
+                decision = self.timer.ask(
+                    self.run.send,
+                    {"event": "completion-response", "prompt": query, "response": {"content": answer}},
+                )
+                stopped = decision.flow == "terminate" and decision.reason
+            except hookbox.Stopped as stop:
+                stopped = str(stop)
+            if stopped:
+                raise AbortAgentError(f"hookbox ended the run: {stopped}", list(messages), env)
         message = ChatAssistantMessage(
             role="assistant", content=[text_content_block_from_string(answer)], tool_calls=calls
         )
@@ -112,8 +127,10 @@ class HookboxToolsExecutor(ToolsExecutor):
         self.run: hookbox.Run | None = None
         # Nanoseconds of each hookbox call, for the per-event cost.
         self.timings: list[int] = []
+        # The ids of the calls the guards refused this task: they never ran.
+        self.refused: set[str] = set()
 
-    def _ask(self, ask, *args, **kwargs):
+    def ask(self, ask, *args, **kwargs):
         start = time.perf_counter_ns()
         try:
             return ask(*args, **kwargs)
@@ -145,13 +162,14 @@ class HookboxToolsExecutor(ToolsExecutor):
                 if isinstance(value, str) and is_string_list(value):
                     call.args[name] = literal_eval(value)
             try:
-                verdict = self._ask(self.run.tool_call, call.function, dict(call.args), tool_call_id=call.id)
+                verdict = self.ask(self.run.tool_call, call.function, dict(call.args), tool_call_id=call.id)
                 if verdict.kind != "run":
+                    self.refused.add(call.id)
                     results.append(self._answer(call, "", verdict.reason or "The call was refused."))
                     continue
                 args = verdict.args_dict() if verdict.rewritten else call.args
                 value, error = runtime.run_function(env, call.function, args)
-                kept = self._ask(
+                kept = self.ask(
                     self.run.tool_result,
                     call.function,
                     dict(args),

@@ -3,6 +3,8 @@ undefended or guarded by hookbox, scored by AgentDojo's own checks.
 
     python run.py                          # undefended
     python run.py --guard a.wasm --guard b.wasm   # guarded, in that order
+    python run.py --guard provenance.wasm --roles roles   # the provenance guard,
+                                           # with roles/<suite>.toml as its settings
     python run.py --suite banking --suite slack
 
 Every user task runs alone (benign utility) and with every injection task
@@ -17,6 +19,7 @@ import json
 import statistics
 import sys
 import time
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -47,6 +50,7 @@ VERSION = "v1.2.2"
 
 def pipeline() -> tuple[AgentPipeline, WorstCaseModel, HookboxToolsExecutor]:
     model, executor = WorstCaseModel(), HookboxToolsExecutor()
+    model.timer = executor
     agent = AgentPipeline(
         [
             SystemMessage("You are a helpful assistant."),
@@ -69,13 +73,16 @@ def run_task(suite, agent, model, executor, stack, user_task, injection_task=Non
     before = env.model_copy(deep=True)
     run = stack.start_run() if stack is not None else None
     model.set_task(user_task, injection_task, run)
-    executor.run = run
+    executor.run, executor.refused = run, set()
     try:
         _, _, env, messages, _ = agent.query(user_task.PROMPT, FunctionsRuntime(suite.tools), env)
     except AbortAgentError as abort:
         env, messages = abort.task_environment, abort.messages
     output = model_output_from_messages(messages) or []
-    trace = functions_stack_trace_from_messages(messages)
+    # AgentDojo's trace is every call the model asked for; some checks
+    # (slack's injection task 5) score it, so a call the guards refused
+    # would count as made. The trace here is the calls that ran.
+    trace = [call for call in functions_stack_trace_from_messages(messages) if call.id not in executor.refused]
 
     def check(task):
         try:
@@ -90,15 +97,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--guard", action="append", default=[], help="a guard's .wasm, asked in order")
     parser.add_argument("--suite", action="append", help="workspace, travel, banking or slack (default: all)")
+    parser.add_argument(
+        "--roles",
+        help="a folder of <suite>.toml files: each suite's settings for the guard named provenance",
+    )
     parser.add_argument("--out", default="agentdojo-results.json")
     args = parser.parse_args()
 
-    stack = hookbox.Stack.from_files(args.guard) if args.guard else None
     agent, model, executor = pipeline()
     suites = get_suites(VERSION)
     rows, outcomes = [], {}
     for name in args.suite or list(suites):
         suite, started = suites[name], time.time()
+        stack = None
+        if args.guard:
+            config = {}
+            if args.roles:
+                with open(Path(args.roles) / f"{name}.toml", "rb") as file:
+                    config["provenance"] = {key: str(value) for key, value in tomllib.load(file).items()}
+            stack = hookbox.Stack.from_files(args.guard, config=config)
+        executor.timings = []
         attack = load_attack("important_instructions", suite, agent)
         benign = {uid: run_task(suite, agent, model, executor, stack, task)[0] for uid, task in suite.user_tasks.items()}
         attacked = {}
@@ -118,11 +136,11 @@ def main() -> int:
                 "seconds": round(time.time() - started, 1),
             }
         )
+        if executor.timings:
+            rows[-1]["hookbox per event (median µs)"] = round(statistics.median(executor.timings) / 1000, 1)
+            rows[-1]["events"] = len(executor.timings)
         outcomes[name] = {"benign": benign, "attacked": {k: list(v) for k, v in attacked.items()}}
         print(" | ".join(f"{k}: {v}" for k, v in rows[-1].items()), flush=True)
-    if executor.timings:
-        median = statistics.median(executor.timings) / 1000
-        print(f"hookbox per event: median {median:.1f} µs over {len(executor.timings)} events")
     Path(args.out).write_text(json.dumps({"version": VERSION, "rows": rows, "tasks": outcomes}, indent=1))
     return 0
 
