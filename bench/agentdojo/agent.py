@@ -16,6 +16,7 @@ AgentDojo's own way for a defence to stop an agent.
 """
 from __future__ import annotations
 
+import os
 import time
 from ast import literal_eval
 from collections.abc import Sequence
@@ -73,7 +74,7 @@ class WorstCaseModel(BasePipelineElement):
         if self.run is not None:
             # Each turn is a model call, the user's prompt the first.
             try:
-                self.timer.ask(self.run.completion_call, query, [], self.calls + 1)
+                self.timer.ask("completion_call", query, [], self.calls + 1)
             except hookbox.Stopped as stop:
                 raise AbortAgentError(f"hookbox ended the run: {stop}", list(messages), env) from stop
         if self.injection_task is not None and not self.obeyed:
@@ -96,21 +97,63 @@ class WorstCaseModel(BasePipelineElement):
             if self.obeyed and self.injection_task.GROUND_TRUTH_OUTPUT:
                 answer += "\n" + self.injection_task.GROUND_TRUTH_OUTPUT
         if calls is None and self.run is not None:
-            # The answer is a model response the guards see before the user.
-            try:
-                decision = self.timer.ask(
-                    self.run.send,
-                    {"event": "completion-response", "prompt": query, "response": {"content": answer}},
-                )
-                stopped = decision.flow == "terminate" and decision.reason
-            except hookbox.Stopped as stop:
-                stopped = str(stop)
-            if stopped:
-                raise AbortAgentError(f"hookbox ended the run: {stopped}", list(messages), env)
+            ask_answer(self.timer, query, answer, messages, env)
         message = ChatAssistantMessage(
             role="assistant", content=[text_content_block_from_string(answer)], tool_calls=calls
         )
         return query, runtime, env, [*messages, message], extra_args
+
+
+class EndpointModel(BasePipelineElement):
+    """A real model behind any OpenAI-compatible endpoint (AgentDojo's own
+    `OpenAILLM`), each turn asked of hookbox as the scripted model's is.
+    Whether it obeyed an injection is not known: `obeyed` stays False."""
+
+    name = "gpt-4o-2024-05-13"
+
+    def __init__(self, url: str, model: str) -> None:
+        import openai
+        from agentdojo.agent_pipeline import OpenAILLM
+
+        client = openai.OpenAI(base_url=url, api_key=os.environ.get("OPENAI_API_KEY", "none"))
+        self.llm = OpenAILLM(client, model)
+        self.run: hookbox.Run | None = None
+        self.timer = None
+        self.obeyed = False
+
+    def set_task(self, user_task, injection_task=None, run: hookbox.Run | None = None) -> None:
+        self.run, self.turn = run, 0
+
+    def query(
+        self,
+        query: str,
+        runtime: FunctionsRuntime,
+        env: Env = EmptyEnv(),
+        messages: Sequence[ChatMessage] = [],
+        extra_args: dict = {},
+    ) -> tuple[str, FunctionsRuntime, Env, Sequence[ChatMessage], dict]:
+        if self.run is not None:
+            self.turn += 1
+            try:
+                self.timer.ask("completion_call", query, [], self.turn)
+            except hookbox.Stopped as stop:
+                raise AbortAgentError(f"hookbox ended the run: {stop}", list(messages), env) from stop
+        query, runtime, env, answered, extra_args = self.llm.query(query, runtime, env, messages, extra_args)
+        if self.run is not None and not answered[-1]["tool_calls"]:
+            ask_answer(self.timer, query, get_text_content_as_str(answered[-1]["content"] or []), messages, env)
+        return query, runtime, env, answered, extra_args
+
+
+def ask_answer(timer, prompt: str, answer: str, messages, env) -> None:
+    """Asks hookbox about the model's answer (a `completion-response`)
+    before the user reads it; a stop raises AgentDojo's `AbortAgentError`."""
+    try:
+        decision = timer.ask("send", {"event": "completion-response", "prompt": prompt, "response": {"content": answer}})
+        stopped = decision.flow == "terminate" and decision.reason
+    except hookbox.Stopped as stop:
+        stopped = str(stop)
+    if stopped:
+        raise AbortAgentError(f"hookbox ended the run: {stopped}", list(messages), env)
 
 
 def as_text(value) -> str:
@@ -125,17 +168,21 @@ class HookboxToolsExecutor(ToolsExecutor):
     def __init__(self) -> None:
         super().__init__()
         self.run: hookbox.Run | None = None
-        # Nanoseconds of each hookbox call, for the per-event cost.
+        # Nanoseconds of each hookbox call as Python sees it (the door, the
+        # guards), and of the guards' own share (`Run.guards_ns`).
         self.timings: list[int] = []
+        self.guard_timings: list[int] = []
         # The ids of the calls the guards refused this task: they never ran.
         self.refused: set[str] = set()
 
-    def ask(self, ask, *args, **kwargs):
-        start = time.perf_counter_ns()
+    def ask(self, method: str, *args, **kwargs):
+        """`self.run.<method>(...)`, timed."""
+        guards, start = self.run.guards_ns, time.perf_counter_ns()
         try:
-            return ask(*args, **kwargs)
+            return getattr(self.run, method)(*args, **kwargs)
         finally:
             self.timings.append(time.perf_counter_ns() - start)
+            self.guard_timings.append(self.run.guards_ns - guards)
 
     def query(
         self,
@@ -162,7 +209,7 @@ class HookboxToolsExecutor(ToolsExecutor):
                 if isinstance(value, str) and is_string_list(value):
                     call.args[name] = literal_eval(value)
             try:
-                verdict = self.ask(self.run.tool_call, call.function, dict(call.args), tool_call_id=call.id)
+                verdict = self.ask("tool_call", call.function, dict(call.args), tool_call_id=call.id)
                 if verdict.kind != "run":
                     self.refused.add(call.id)
                     results.append(self._answer(call, "", verdict.reason or "The call was refused."))
@@ -170,7 +217,7 @@ class HookboxToolsExecutor(ToolsExecutor):
                 args = verdict.args_dict() if verdict.rewritten else call.args
                 value, error = runtime.run_function(env, call.function, args)
                 kept = self.ask(
-                    self.run.tool_result,
+                    "tool_result",
                     call.function,
                     dict(args),
                     to_jsonable_python(value),

@@ -95,6 +95,12 @@ fn everyday(guard: &str) -> (&'static str, StepEvent) {
                 "# acme-service\n\nA small web service. Run it with `cargo run`.\nSee docs/deploy.md for the staging host.\n",
             ),
         ),
+        "provenance" => (
+            "tool-result, kept in its ledger",
+            tool_result(
+                "# acme-service\n\nA small web service. Run it with `cargo run`.\nSee docs/deploy.md for the staging host.\n",
+            ),
+        ),
         "shell-guard" => (
             "tool-call, a build command",
             tool_call(

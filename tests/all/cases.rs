@@ -47,6 +47,11 @@ fn pii() {
 }
 
 #[test]
+fn provenance() {
+    passes("provenance", guests::PROVENANCE);
+}
+
+#[test]
 fn shell_guard() {
     passes("shell-guard", guests::SHELL_GUARD);
 }

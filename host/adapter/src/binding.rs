@@ -159,9 +159,14 @@ impl Stack {
             format!("{prefix}-{}-{n}", std::process::id())
         });
         let snapshot = self.source.snapshot();
+        let door = Door::open(&snapshot.stack, run_id);
+        let took = Arc::new(Took::default());
+        // A run that could not start has no guards to time.
+        let _ = door.with_run(|run| run.observe(took.clone()));
         Run {
-            door: Door::open(&snapshot.stack, run_id),
+            door,
             generation: snapshot.generation,
+            took,
         }
     }
 
@@ -249,6 +254,18 @@ impl Stack {
 pub struct Run {
     door: Door,
     generation: u64,
+    took: Arc<Took>,
+}
+
+/// The guards' time, summed over their answers.
+#[derive(Default)]
+struct Took(AtomicU64);
+
+impl hookbox::Observe for Took {
+    fn decided(&self, decided: &hookbox::Decided<'_>) {
+        let nanos = u64::try_from(decided.took.as_nanos()).unwrap_or(u64::MAX);
+        self.0.fetch_add(nanos, Ordering::Relaxed);
+    }
 }
 
 impl Run {
@@ -277,6 +294,15 @@ impl Run {
     /// Whether the run has ended (a fail-closed, a terminate, a close).
     pub fn is_over(&self) -> bool {
         self.door.is_over()
+    }
+
+    /// The time the run's guards have taken so far: every answer's, from
+    /// asking the guest to its checked answer (an instance's start
+    /// included on its first event), as the decision log's `latency_us`
+    /// counts it, summed. What the door and the language around it take
+    /// is not in it.
+    pub fn guards_took(&self) -> Duration {
+        Duration::from_nanos(self.took.0.load(Ordering::Relaxed))
     }
 }
 

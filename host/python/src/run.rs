@@ -244,6 +244,14 @@ impl Run {
         self.0.is_over()
     }
 
+    /// Nanoseconds the run's guards have taken so far, every answer's
+    /// summed (the decision log's `latency_us`): the guards' own time,
+    /// without hookbox's door or Python's.
+    #[getter]
+    fn guards_ns(&self) -> u64 {
+        u64::try_from(self.0.guards_took().as_nanos()).unwrap_or(u64::MAX)
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<hookbox.Run {} on generation {}{}>",

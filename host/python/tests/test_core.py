@@ -263,6 +263,19 @@ def test_text_a_guard_could_not_read_is_invalid_not_a_unicode_error(stack):
     assert not run.is_over
 
 
+def test_guards_ns_is_the_guards_own_time_and_grows_with_each_answer(examples):
+    stack = hookbox.Stack.from_files([examples[-1]], config={"puppet": {"subscribe": "tool-call"}})
+    run = stack.start_run()
+    assert run.guards_ns == 0
+    run.tool_call("read_file", {"path": "a.txt"})
+    first = run.guards_ns
+    assert first > 0
+    run.tool_result("read_file", {}, "not asked: the puppet hears tool calls only")
+    assert run.guards_ns == first
+    run.tool_call("list_files", {})
+    assert run.guards_ns > first
+
+
 @pytest.mark.parametrize("end", ["terminate", "fail-closed"])
 def test_a_stop_is_raised_again_on_every_later_event_closed_or_not(examples, end):
     stack = hookbox.Stack.from_files([examples[-1]], config={"puppet": {"subscribe": "tool-call"}})

@@ -20,78 +20,99 @@ fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || c == '&' || c == '-'
 }
 
+/// A run of capitalised words being read.
+struct Run {
+    start: usize,
+    end: usize,
+    words: usize,
+    /// Where its second word starts.
+    second: usize,
+    /// Whether it began a sentence: its first word may be capitalised only
+    /// for that ("Visit Riverside View Hotel"), so the run without it is a
+    /// name too.
+    begins_sentence: bool,
+}
+
+/// Runs of capitalised words, in one pass over the text's characters.
 fn capitalised_runs(text: &str, found: &mut Vec<String>) {
-    let mut words: Vec<&str> = Vec::new();
-    // Whether the run began a sentence: its first word may be capitalised
-    // only for that ("Visit Riverside View Hotel"), so the run without it
-    // is a name too.
-    let mut run_begins_sentence = false;
-    let mut sentence_start = true;
-    let flush = |words: &mut Vec<&str>, found: &mut Vec<String>, begins: bool| {
-        if words.len() >= 2 {
-            found.push(words.join(" ").to_lowercase());
+    let mut run: Option<Run> = None;
+    let mut flush = |run: &mut Option<Run>| {
+        if let Some(run) = run.take() {
+            if run.words >= 2 {
+                found.push(text[run.start..run.end].to_lowercase());
+            }
+            if run.begins_sentence && run.words >= 3 {
+                found.push(text[run.second..run.end].to_lowercase());
+            }
         }
-        if begins && words.len() >= 3 {
-            found.push(words[1..].join(" ").to_lowercase());
-        }
-        words.clear();
     };
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        let len = rest.find(|c: char| !is_name_char(c)).unwrap_or(rest.len());
-        if len == 0 {
+    let mut sentence_start = true;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if !is_name_char(c) {
             // A space or tab may join two words of a name; anything else
             // ends it.
-            if !(c == ' ' || c == '\t') || words.is_empty() {
-                flush(&mut words, found, run_begins_sentence);
+            if c != ' ' && c != '\t' {
+                flush(&mut run);
             }
             if ".!?:;\n\r".contains(c) {
                 sentence_start = true;
             }
-            rest = &rest[c.len_utf8()..];
             continue;
         }
-        let word = &rest[..len];
-        if c.is_uppercase() {
-            if words.is_empty() {
-                run_begins_sentence = sentence_start;
+        let mut end = at + c.len_utf8();
+        while let Some(&(next, d)) = chars.peek() {
+            if !is_name_char(d) {
+                break;
             }
-            words.push(word);
+            end = next + d.len_utf8();
+            chars.next();
+        }
+        if !c.is_uppercase() {
+            flush(&mut run);
+        } else if let Some(run) = run.as_mut() {
+            if run.words == 1 {
+                run.second = at;
+            }
+            run.words += 1;
+            run.end = end;
         } else {
-            flush(&mut words, found, run_begins_sentence);
+            run = Some(Run {
+                start: at,
+                end,
+                words: 1,
+                second: end,
+                begins_sentence: sentence_start,
+            });
         }
         sentence_start = false;
-        rest = &rest[len..];
     }
-    flush(&mut words, found, run_begins_sentence);
+    flush(&mut run);
 }
 
 fn addresses(text: &str, found: &mut Vec<String>) {
-    let lower = text.to_lowercase();
     let ends = |c: char| c.is_whitespace() || "\"'<>()[]{},;|`".contains(c);
-    let trim = |s: &str| s.trim_end_matches(['.', ':', '!', '?']).to_owned();
+    let trim = |s: &str| s.trim_end_matches(['.', ':', '!', '?']).to_lowercase();
     for start in ["https://", "http://", "www."] {
-        let mut from = 0;
-        while let Some(at) = lower[from..].find(start).map(|i| from + i) {
-            let before_ok = lower[..at]
+        for (at, _) in text.match_indices(start) {
+            let before_ok = text[..at]
                 .chars()
                 .next_back()
                 .is_none_or(|c| !is_name_char(c) && c != '.' && c != '/');
-            let end = lower[at..].find(ends).map_or(lower.len(), |i| at + i);
+            let end = text[at..].find(ends).map_or(text.len(), |i| at + i);
             if before_ok && end > at + start.len() {
-                found.push(trim(&lower[at..end]));
+                found.push(trim(&text[at..end]));
             }
-            from = end.max(at + 1);
         }
     }
     let local = |c: char| c.is_alphanumeric() || "._%+-".contains(c);
     let domain = |c: char| c.is_alphanumeric() || ".-".contains(c);
-    for (at, _) in lower.match_indices('@') {
-        let start = lower[..at].rfind(|c| !local(c)).map_or(0, |i| i + 1);
-        let end = lower[at + 1..]
+    for (at, _) in text.match_indices('@') {
+        let start = text[..at].rfind(|c| !local(c)).map_or(0, |i| i + 1);
+        let end = text[at + 1..]
             .find(|c| !domain(c))
-            .map_or(lower.len(), |i| at + 1 + i);
-        let address = trim(&lower[start..end]);
+            .map_or(text.len(), |i| at + 1 + i);
+        let address = trim(&text[start..end]);
         if start < at && address[at - start + 1..].contains('.') {
             found.push(address);
         }

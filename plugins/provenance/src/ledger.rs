@@ -5,13 +5,15 @@
 //! never across runs.
 //!
 //! Layout: `said` (the user's words), `trusted.N` (the Nth trusted result,
-//! one value a line) with `trusted` their count, `names` (one a line) and
+//! one value a line) with `trusted` their count, `names.N` (the names the
+//! Nth untrusted result brought, one a line) with `names` their count, and
 //! `tainted`. Everything is kept in lower case.
 
 use serde_json::Value;
 
 use crate::find;
 use crate::roles::Trust;
+use crate::sort::Sorted;
 
 /// Where the ledger is kept: the scratchpad in a guest, a map in tests.
 pub trait Store {
@@ -49,35 +51,32 @@ impl<S: Store> Ledger<S> {
     /// is kept to back values; of the rest, only the names it holds, and
     /// the run is tainted.
     pub fn read(&mut self, result: &str, trust: Trust<'_>) {
-        let mut trusted = String::new();
-        let mut untrusted = Vec::new();
-        match serde_json::from_str::<Value>(result) {
-            Ok(value) => sort(
-                &value,
-                trust == Trust::Untrusted,
-                &trust,
-                &mut trusted,
-                &mut untrusted,
-            ),
-            Err(_) if trust == Trust::Trusted => push_line(&mut trusted, result),
-            // Text that is not JSON cannot be told apart by member.
-            Err(_) => untrusted.push(result.to_owned()),
-        }
-        if !trusted.is_empty() {
+        let sorted = Sorted::of(result, &trust);
+        if !sorted.trusted.is_empty() {
             let n = self.count("trusted");
-            self.store.set(&format!("trusted.{n}"), &trusted);
+            self.store.set(&format!("trusted.{n}"), &sorted.trusted);
             self.store.set("trusted", &(n + 1).to_string());
         }
-        if untrusted.iter().any(|text| !text.trim().is_empty()) {
-            self.store.set("tainted", "1");
-            let mut names = self.store.get("names").unwrap_or_default();
-            for name in untrusted.iter().flat_map(|text| find::names(text)) {
-                if !names.lines().any(|known| known == name) {
+        if sorted.untrusted {
+            if !self.tainted() {
+                self.store.set("tainted", "1");
+            }
+            // Each result's names under a key of their own: nothing already
+            // kept is read or written again.
+            let mut seen = std::collections::HashSet::new();
+            let mut names = String::new();
+            for name in sorted.names {
+                if !seen.contains(&name) {
                     names.push_str(&name);
                     names.push('\n');
+                    seen.insert(name);
                 }
             }
-            self.store.set("names", &names);
+            if !names.is_empty() {
+                let n = self.count("names");
+                self.store.set(&format!("names.{n}"), &names);
+                self.store.set("names", &(n + 1).to_string());
+            }
         }
     }
 
@@ -135,54 +134,17 @@ impl<S: Store> Ledger<S> {
 
     /// Whether `text` repeats a name that only untrusted text gave.
     pub fn repeats_untrusted_name(&self, text: &str) -> bool {
-        let Some(names) = self.store.get("names") else {
-            return false;
-        };
         let text = text.to_lowercase();
-        let trusted = self.trusted();
-        names.lines().any(|name| {
-            !name.is_empty()
-                && find::contains_whole(&text, name)
-                && !find::contains_whole(&trusted, name)
+        // Built only for a name `text` holds: most answers hold none.
+        let mut trusted: Option<String> = None;
+        (0..self.count("names")).any(|n| {
+            let names = self.store.get(&format!("names.{n}")).unwrap_or_default();
+            names.lines().any(|name| {
+                !name.is_empty()
+                    && find::contains_whole(&text, name)
+                    && !find::contains_whole(trusted.get_or_insert_with(|| self.trusted()), name)
+            })
         })
-    }
-}
-
-fn push_line(text: &mut String, line: &str) {
-    text.push_str(&line.to_lowercase());
-    text.push('\n');
-}
-
-/// Sorts a result's strings and numbers into the trusted text and the
-/// untrusted strings; `inside` is whether an untrusted member holds them.
-fn sort(
-    value: &Value,
-    inside: bool,
-    trust: &Trust<'_>,
-    trusted: &mut String,
-    untrusted: &mut Vec<String>,
-) {
-    match value {
-        Value::Object(members) => {
-            for (key, member) in members {
-                let inside =
-                    inside || matches!(trust, Trust::Members(names) if names.contains(key));
-                // A key is data too (a map from hotel name to its reviews).
-                if inside {
-                    untrusted.push(key.clone());
-                } else {
-                    push_line(trusted, key);
-                }
-                sort(member, inside, trust, trusted, untrusted);
-            }
-        }
-        Value::Array(items) => items
-            .iter()
-            .for_each(|item| sort(item, inside, trust, trusted, untrusted)),
-        Value::String(s) if inside => untrusted.push(s.clone()),
-        Value::String(s) => push_line(trusted, s),
-        Value::Number(n) if !inside => push_line(trusted, &n.to_string()),
-        _ => {}
     }
 }
 

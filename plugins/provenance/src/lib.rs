@@ -10,8 +10,11 @@
 mod find;
 mod ledger;
 mod roles;
+mod sort;
 
-use hookbox_sdk::{EventKind, Flow, Hook, HookContext, Role, StepEvent, config, scratchpad};
+use hookbox_sdk::{
+    CompletionCall, EventKind, Flow, Hook, HookContext, Role, StepEvent, config, scratchpad,
+};
 use ledger::{Ledger, Store};
 use roles::Roles;
 use serde_json::Value;
@@ -41,10 +44,17 @@ impl Hook for Provenance {
     }
 
     fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
+        let mut ledger = Ledger::new(Scratchpad);
+        // The user's words are kept whatever the roles: a model call is
+        // asked every turn, and needs no settings read.
+        if let StepEvent::CompletionCall(call) = &event {
+            hear(&mut ledger, call);
+            return Flow::Continue;
+        }
         // Settings do not change within an instance (a run): read once.
         static ROLES: std::sync::OnceLock<Result<Roles, String>> = std::sync::OnceLock::new();
         match ROLES.get_or_init(|| Roles::from_settings(&config::entries())) {
-            Ok(roles) => decide(roles, &mut Ledger::new(Scratchpad), event),
+            Ok(roles) => decide(roles, &mut ledger, event),
             Err(error) => Flow::terminate(format!(
                 "provenance: its settings are wrong, so no run is guarded: {error}. Fix the \
                  plugin's config (see plugins/provenance/README.md)."
@@ -55,23 +65,26 @@ impl Hook for Provenance {
 
 hookbox_sdk::hook!(Provenance);
 
+/// Nothing to build before a run (the roles are settings, read on the
+/// first event); named so that `hookbox build` snapshots the allocator's
+/// start-up: a run then allocates from one stretch of memory that the
+/// runtime keeps resident between runs, not from pages it faults in.
+fn prepare() {}
+
+hookbox_sdk::pre_initialize!(prepare);
+
 /// The rule, on one event.
 pub fn decide<S: Store>(roles: &Roles, ledger: &mut Ledger<S>, event: StepEvent) -> Flow {
     match event {
         StepEvent::CompletionCall(call) => {
-            ledger.hear(&call.prompt);
-            for message in &call.history {
-                if matches!(message.role, Role::User | Role::System) {
-                    ledger.hear(&message.content);
-                }
-            }
+            hear(ledger, &call);
             Flow::Continue
         }
         StepEvent::ToolResult(result) => {
             ledger.read(&result.result, roles.trust(&result.tool_name));
             Flow::Continue
         }
-        StepEvent::ToolCall(call) if ledger.tainted() => {
+        StepEvent::ToolCall(call) if roles.watches(&call.tool_name) && ledger.tainted() => {
             match refusal(roles, ledger, &call.tool_name, &call.args) {
                 Some(reason) => Flow::skip(format!(
                     "provenance: not run: {reason}. This run has read text from sources that others \
@@ -98,6 +111,16 @@ pub fn decide<S: Store>(roles: &Roles, ledger: &mut Ledger<S>, event: StepEvent)
     }
 }
 
+/// Keeps the user's words: the prompt, and the user's and system messages.
+fn hear<S: Store>(ledger: &mut Ledger<S>, call: &CompletionCall) {
+    ledger.hear(&call.prompt);
+    for message in &call.history {
+        if matches!(message.role, Role::User | Role::System) {
+            ledger.hear(&message.content);
+        }
+    }
+}
+
 /// Why `tool` may not run with `args` in a tainted run, if it may not.
 fn refusal<S: Store>(roles: &Roles, ledger: &Ledger<S>, tool: &str, args: &str) -> Option<String> {
     if let Some(verbs) = roles.asks.get(tool).filter(|verbs| !ledger.asked(verbs)) {
@@ -106,8 +129,7 @@ fn refusal<S: Store>(roles: &Roles, ledger: &Ledger<S>, tool: &str, args: &str) 
             verbs.join(", ")
         ));
     }
-    let watched = roles.sinks.contains_key(tool) || roles.text.contains_key(tool);
-    if !watched {
+    if !roles.sinks.contains_key(tool) && !roles.text.contains_key(tool) {
         return None;
     }
     let Ok(Value::Object(args)) = serde_json::from_str::<Value>(args) else {

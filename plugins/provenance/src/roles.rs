@@ -102,6 +102,13 @@ impl Roles {
         Ok(roles)
     }
 
+    /// Whether a call of `tool` is checked at all.
+    pub fn watches(&self, tool: &str) -> bool {
+        self.sinks.contains_key(tool)
+            || self.text.contains_key(tool)
+            || self.asks.contains_key(tool)
+    }
+
     /// How far `tool`'s result can be trusted.
     pub fn trust(&self, tool: &str) -> Trust<'_> {
         if self.untrusted_tools.iter().any(|t| t == tool) {

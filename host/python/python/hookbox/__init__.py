@@ -294,5 +294,12 @@ class Run:
         """Whether the run has ended (every later event raises its end)."""
         return self._native.is_over
 
+    @property
+    def guards_ns(self) -> int:
+        """Nanoseconds the run's guards have taken so far: each answer's,
+        from asking the guest to its checked answer, summed (the decision
+        log's `latency_us`). Neither hookbox's door nor Python is in it."""
+        return self._native.guards_ns
+
     def __repr__(self) -> str:
         return repr(self._native)
