@@ -73,10 +73,7 @@ class WorstCaseModel(BasePipelineElement):
             self.read, self.obeyed, self.calls = 0, False, 0
         if self.run is not None:
             # Each turn is a model call, the user's prompt the first.
-            try:
-                self.timer.ask("completion_call", query, [], self.calls + 1)
-            except hookbox.Stopped as stop:
-                raise AbortAgentError(f"hookbox ended the run: {stop}", list(messages), env) from stop
+            ask_turn(self.timer, query, self.calls + 1, messages, env)
         if self.injection_task is not None and not self.obeyed:
             if any(
                 m["role"] == "tool" and MARKER in get_text_content_as_str(m["content"])
@@ -134,14 +131,20 @@ class EndpointModel(BasePipelineElement):
     ) -> tuple[str, FunctionsRuntime, Env, Sequence[ChatMessage], dict]:
         if self.run is not None:
             self.turn += 1
-            try:
-                self.timer.ask("completion_call", query, [], self.turn)
-            except hookbox.Stopped as stop:
-                raise AbortAgentError(f"hookbox ended the run: {stop}", list(messages), env) from stop
+            ask_turn(self.timer, query, self.turn, messages, env)
         query, runtime, env, answered, extra_args = self.llm.query(query, runtime, env, messages, extra_args)
         if self.run is not None and not answered[-1]["tool_calls"]:
             ask_answer(self.timer, query, get_text_content_as_str(answered[-1]["content"] or []), messages, env)
         return query, runtime, env, answered, extra_args
+
+
+def ask_turn(timer, prompt: str, turn: int, messages, env) -> None:
+    """Asks hookbox about a model call (a `completion-call`, the user's
+    prompt the first); a stop raises AgentDojo's `AbortAgentError`."""
+    try:
+        timer.ask("completion_call", prompt, [], turn)
+    except hookbox.Stopped as stop:
+        raise AbortAgentError(f"hookbox ended the run: {stop}", list(messages), env) from stop
 
 
 def ask_answer(timer, prompt: str, answer: str, messages, env) -> None:
