@@ -43,8 +43,8 @@ pub enum Error {
         /// What the step printed, or why it failed.
         output: String,
     },
-    /// The component built is not a plugin hookbox loads.
-    #[error("the component built is refused: {0}")]
+    /// The component built is not a plugin hookbox loads (why: its source).
+    #[error("the component built is refused")]
     Refused(#[from] hookbox::LoadError),
     /// A case file does not parse.
     #[error("{}: {reason}", path.display())]

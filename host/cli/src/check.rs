@@ -54,6 +54,9 @@ fn check_file(runtime: &Runtime, path: &Path) -> bool {
         }
         Err(e) => {
             terminal::tell!("{}: refused: {e}", path.display());
+            if let Some(hint) = crate::shared::hint(&e.to_string()) {
+                terminal::tell!("{hint}");
+            }
             if !matches!(e.phase, LoadPhase::Read | LoadPhase::Compile) {
                 refused_facts(runtime, &e.plugin, path);
             }

@@ -196,6 +196,9 @@ where
         Ok(code) => code,
         Err(e) => {
             terminal::tell!("hookbox: {e:#}");
+            if let Some(hint) = shared::hint(&format!("{e:#}")) {
+                terminal::tell!("{hint}");
+            }
             ExitCode::from(2)
         }
     }

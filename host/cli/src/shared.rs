@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use hookbox::{Runtime, RuntimeConfig};
@@ -67,7 +68,8 @@ impl DecisionLogArgs {
 }
 
 /// The CLI's runtime: the defaults, plus the compile cache in
-/// `$HOOKBOX_CACHE_DIR` (`off` disables it) or the per-user default.
+/// `$HOOKBOX_CACHE_DIR` (`off` disables it) or the per-user default, and
+/// the compile limit from `$HOOKBOX_MAX_COMPILE_SECS`.
 pub(crate) fn runtime() -> Result<Runtime> {
     runtime_with(RuntimeConfig::default())
 }
@@ -78,8 +80,41 @@ pub(crate) fn runtime_with(config: RuntimeConfig) -> Result<Runtime> {
         Some(dir) => Some(PathBuf::from(dir)),
         None => hookbox::cache::default_dir(),
     };
+    let max_compile_time = match std::env::var_os(MAX_COMPILE_SECS) {
+        Some(value) => compile_limit(&value)?,
+        None => config.max_compile_time,
+    };
     Ok(Runtime::new(RuntimeConfig {
         cache_dir,
+        max_compile_time,
         ..config
     })?)
+}
+
+/// The variable that sets [`RuntimeConfig::max_compile_time`] for every
+/// command: a machine that is slow or busy (a Python guard's CPython is
+/// tens of seconds of compiling on two shared cores) can allow more.
+pub(crate) const MAX_COMPILE_SECS: &str = "HOOKBOX_MAX_COMPILE_SECS";
+
+fn compile_limit(value: &std::ffi::OsStr) -> Result<Duration> {
+    value
+        .to_str()
+        .and_then(|text| text.trim().parse::<f64>().ok())
+        .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+        .filter(|limit| !limit.is_zero())
+        .with_context(|| {
+            format!(
+                "{MAX_COMPILE_SECS}={}: not a number of seconds above 0 (the longest one plugin may take to compile; unset, {}s)",
+                value.to_string_lossy(),
+                RuntimeConfig::default().max_compile_time.as_secs()
+            )
+        })
+}
+
+/// What to add to an error (its whole text) that the compile limit caused:
+/// how to raise it.
+pub(crate) fn hint(error: &str) -> Option<String> {
+    error.contains("RuntimeConfig::max_compile_time").then(|| {
+        format!("hint: on a slow or busy machine, allow more with {MAX_COMPILE_SECS}=SECONDS")
+    })
 }

@@ -244,6 +244,45 @@ fn build_says_what_is_not_a_project() {
     );
 }
 
+/// `HOOKBOX_MAX_COMPILE_SECS` sets the compile limit of every command: a
+/// limit too short refuses the plugin and says how to allow more; a bad
+/// value is refused before anything loads.
+#[test]
+fn the_compile_limit_comes_from_the_environment() {
+    let (dir, _) = guard_with_cases("compile-limit", guests::DENY_TOOLS, DENY_SHELL);
+    let check = |limit: &str| {
+        Command::new(env!("CARGO_BIN_EXE_hookbox"))
+            .args(["check", "guard.wasm"])
+            .current_dir(&dir)
+            .env("HOOKBOX_LOG", "off")
+            .env("HOOKBOX_CACHE_DIR", "off")
+            .env("HOOKBOX_MAX_COMPILE_SECS", limit)
+            .output()
+            .expect("hookbox runs")
+    };
+
+    let out = check("0.000001");
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        text(&out).contains("took longer than 1µs to compile")
+            && text(&out).contains("allow more with HOOKBOX_MAX_COMPILE_SECS=SECONDS"),
+        "{}",
+        text(&out)
+    );
+
+    assert!(check("600").status.success());
+
+    for bad in ["0", "-1", "soon", ""] {
+        let out = check(bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("not a number of seconds above 0"),
+            "{bad:?}: {}",
+            text(&out)
+        );
+    }
+}
+
 /// A Rust guard from a fresh `hookbox new`: it builds with cargo alone,
 /// passes its own cases, and loads. (The other languages are run the same
 /// way by `.ci/run`, with their toolchains.)
