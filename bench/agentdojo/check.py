@@ -16,7 +16,7 @@ LOST = {
     "workspace": {"user_task_13", "user_task_19"},
     "travel": set(),
     "banking": {"user_task_0"},
-    "slack": {"user_task_2", "user_task_11", "user_task_16", "user_task_17", "user_task_20"},
+    "slack": set(),
 }
 # The pairs the attack still wins: the injection asks for what the user's
 # own request allows, with values the trusted data holds.

@@ -4,6 +4,8 @@
 //! ```toml
 //! untrusted = "get_webpage, read_file, get_received_emails.body"
 //! "sink.send_money" = "recipient"
+//! "sink.invite_user" = "user"
+//! "via.invite_user" = "email"
 //! "text.send_email" = "subject, body"
 //! "asks.delete_file" = "delete, remove"
 //! answer = "names"
@@ -30,6 +32,10 @@ pub struct Roles {
     /// Per sink, the arguments whose values must come from the user or a
     /// trusted result.
     pub sinks: BTreeMap<String, Vec<String>>,
+    /// Per sink, the arguments that say how to reach a party its `sinks`
+    /// arguments name (an address): besides the user and trusted results,
+    /// they may come from untrusted text the run was pointed to.
+    pub via: BTreeMap<String, Vec<String>>,
     /// Per tool, the free-text arguments that may not repeat a name only
     /// untrusted text gave.
     pub text: BTreeMap<String, Vec<String>>,
@@ -79,12 +85,13 @@ impl Roles {
                     continue;
                 }
                 ("sink", false) => &mut roles.sinks,
+                ("via", false) => &mut roles.via,
                 ("text", false) => &mut roles.text,
                 ("asks", false) => &mut roles.asks,
                 _ => {
                     return Err(format!(
                         "unknown setting `{key}`: the settings are `untrusted`, `answer`, and \
-                         `sink.TOOL`, `text.TOOL`, `asks.TOOL` for a tool"
+                         `sink.TOOL`, `via.TOOL`, `text.TOOL`, `asks.TOOL` for a tool"
                     ));
                 }
             };
@@ -98,6 +105,14 @@ impl Roles {
                 items
             };
             table.insert(tool.to_owned(), items);
+        }
+        // An address is let through only for a party the user or a trusted
+        // result named: without that party, `via` would trust the page.
+        if let Some(tool) = roles.via.keys().find(|t| !roles.sinks.contains_key(*t)) {
+            return Err(format!(
+                "`via.{tool}` needs `sink.{tool}`: the arguments naming the party whose address \
+                 it is, which must come from the user or a trusted result"
+            ));
         }
         Ok(roles)
     }
@@ -140,6 +155,8 @@ mod tests {
                 "get_webpage, search_emails.body, search_emails.subject",
             ),
             ("sink.send_money", "recipient"),
+            ("sink.invite_user", "user"),
+            ("via.invite_user", "email"),
             ("text.send_email", "subject, body"),
             ("asks.delete_file", "Delete, remove"),
             ("answer", "names"),
@@ -152,6 +169,7 @@ mod tests {
         );
         assert_eq!(roles.trust("get_balance"), Trust::Trusted);
         assert_eq!(roles.sinks["send_money"], ["recipient"]);
+        assert_eq!(roles.via["invite_user"], ["email"]);
         assert_eq!(roles.text["send_email"], ["subject", "body"]);
         assert_eq!(roles.asks["delete_file"], ["delete", "remove"]);
         assert!(roles.answer_names);
@@ -164,6 +182,7 @@ mod tests {
             ("sink", "send_money"),
             ("answer", "yes"),
             ("sink.x", " , "),
+            ("via.invite_user", "email"),
         ] {
             let error = Roles::from_settings(&settings(&[bad])).unwrap_err();
             assert!(error.contains('`'), "{error}");
