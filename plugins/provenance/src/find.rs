@@ -177,66 +177,81 @@ pub fn iso_day(value: &str) -> Option<Day> {
     ((1..=12).contains(&month) && (1..=31).contains(&day)).then_some((month, day))
 }
 
-/// Every day `text` (lower case) names: `2024-05-13`, `may 13`, `may 13th`,
-/// `13 may`, `13th of may`.
-pub fn days(text: &str) -> Vec<Day> {
-    let mut found = Vec::new();
-    for (at, _) in text.match_indices('-') {
-        if let Some(day) = at
-            .checked_sub(4)
-            .and_then(|s| text.get(s..))
+/// Whether `text` (lower case) names `day`: `2024-05-13`, `may 13`,
+/// `may 13th`, `13 may`, `13th of may`. Searched for that day alone.
+pub fn names_day(text: &str, (month, day): Day) -> bool {
+    let iso = format!("-{month:02}-{day:02}");
+    let iso_at = text.match_indices(&iso).any(|(at, _)| {
+        at.checked_sub(4)
+            .and_then(|start| text.get(start..))
             .and_then(iso_day)
-        {
-            found.push(day);
-        }
+            == Some((month, day))
+    });
+    if iso_at {
+        return true;
     }
-    let words: Vec<&str> = text
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let day_of = |word: &str| -> Option<u8> {
-        let digits = word.trim_end_matches(|c: char| c.is_alphabetic());
-        let suffix = &word[digits.len()..];
-        let day: u8 = digits.parse().ok()?;
-        (["", "st", "nd", "rd", "th"].contains(&suffix) && (1..=31).contains(&day)).then_some(day)
-    };
-    for (i, word) in words.iter().enumerate() {
-        let Some(month) = MONTHS.iter().position(|m| m == word) else {
-            continue;
-        };
-        let month = month as u8 + 1;
-        if let Some(day) = words.get(i + 1).and_then(|w| day_of(w)) {
-            found.push((month, day));
+    let name = MONTHS[usize::from(month) - 1];
+    let is_word = |c: char| c.is_alphanumeric();
+    text.match_indices(name).any(|(at, _)| {
+        let before = &text[..at];
+        let after = &text[at + name.len()..];
+        if before.ends_with(is_word) || after.starts_with(is_word) {
+            return false;
         }
-        let before = match i.checked_sub(1).map(|j| words[j]) {
-            Some("of") => i.checked_sub(2).map(|j| words[j]),
+        // The word after the month, or the one before it (past "of").
+        let next = after
+            .trim_start_matches(|c: char| !is_word(c))
+            .split(|c: char| !is_word(c))
+            .next();
+        let mut words_before = before
+            .rsplit(|c: char| !is_word(c))
+            .filter(|w| !w.is_empty());
+        let previous = match words_before.next() {
+            Some("of") => words_before.next(),
             other => other,
         };
-        if let Some(day) = before.and_then(day_of) {
-            found.push((month, day));
-        }
-    }
-    found
+        [next, previous]
+            .into_iter()
+            .flatten()
+            .any(|word| day_of(word) == Some(day))
+    })
+}
+
+/// The day of the month a word names: `13`, `13th`, `1st`.
+fn day_of(word: &str) -> Option<u8> {
+    let digits = word.trim_end_matches(|c: char| c.is_alphabetic());
+    let suffix = &word[digits.len()..];
+    let day: u8 = digits.parse().ok()?;
+    (["", "st", "nd", "rd", "th"].contains(&suffix) && (1..=31).contains(&day)).then_some(day)
 }
 
 /// Every number `text` holds (`1,200.50` is 1200.5).
 pub fn numbers(text: &str) -> Vec<f64> {
     let mut found = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
-        let tail = &rest[start..];
-        let len = tail
-            .char_indices()
-            .find(|&(i, c)| {
-                !(c.is_ascii_digit()
-                    || ((c == ',' || c == '.')
-                        && tail[i + 1..].starts_with(|d: char| d.is_ascii_digit())))
-            })
-            .map_or(tail.len(), |(i, _)| i);
-        if let Ok(n) = tail[..len].replace(',', "").parse() {
+    let bytes = text.as_bytes();
+    let mut digits = String::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        if !bytes[at].is_ascii_digit() {
+            at += 1;
+            continue;
+        }
+        // Digits, with `,` or `.` between digits.
+        digits.clear();
+        while at < bytes.len() {
+            let b = bytes[at];
+            let joins =
+                (b == b',' || b == b'.') && bytes.get(at + 1).is_some_and(u8::is_ascii_digit);
+            if b.is_ascii_digit() || b == b'.' && joins {
+                digits.push(char::from(b));
+            } else if !joins {
+                break;
+            }
+            at += 1;
+        }
+        if let Ok(n) = digits.parse() {
             found.push(n);
         }
-        rest = &tail[len..];
     }
     found
 }
@@ -283,16 +298,21 @@ mod tests {
         assert_eq!(iso_day("20240-5-13"), None);
         assert_eq!(iso_day("2024-13-01"), None);
         let text = "from january 11th to january 15th 2025; the 1st of may, then 25 april; due 2022-03-04.";
-        let mut found = days(text);
-        found.sort();
-        assert_eq!(found, [(1, 11), (1, 15), (3, 4), (4, 25), (5, 1)]);
+        for day in [(1, 11), (1, 15), (3, 4), (4, 25), (5, 1)] {
+            assert!(names_day(text, day), "{day:?}");
+        }
+        for day in [(1, 25), (1, 1), (4, 3), (3, 22), (5, 25), (2, 4)] {
+            assert!(!names_day(text, day), "{day:?}");
+        }
+        // Whole words only: "mayor 5" is no day of May.
+        assert!(!names_day("the mayor 5 times", (5, 5)));
     }
 
     #[test]
     fn numbers_however_grouped() {
         assert_eq!(
-            numbers("pay 1,200.50 and 98.70; id 7."),
-            [1200.5, 98.7, 7.0]
+            numbers("pay 1,200.50 and 98.70; id 7. 3.5.1, 1.2, x9"),
+            [1200.5, 98.7, 7.0, 1.2, 9.0]
         );
     }
 }

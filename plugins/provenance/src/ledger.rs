@@ -24,28 +24,151 @@ pub trait Store {
     fn set(&mut self, key: &str, value: &str);
 }
 
-/// The run's record.
+/// The run's record, and what this instance already read of it.
+///
+/// Everything in the store only grows within a run (`said` is appended
+/// to, `trusted.N` and `names.N` are written once, `tainted` never goes),
+/// so what a ledger has read stays true while other processes of the same
+/// run (a door that starts one per event) add to it: it reads only what
+/// is new, by the counts.
 pub struct Ledger<S: Store> {
     store: S,
+    /// Words this ledger heard, or found already heard: `said` holds them.
+    heard: Vec<String>,
+    /// Whether the run was seen tainted.
+    tainted: bool,
+    /// The trusted results read so far (`trusted.N`).
+    trusted: Kept,
+    /// The names untrusted results brought so far (`names.N`).
+    names: Kept,
+}
+
+/// The entries `KEY.0`, `KEY.1`, ... read so far, one text.
+struct Kept {
+    key: &'static str,
+    count: usize,
+    text: String,
+    /// The numbers `text[..numbers_in]` holds, each part searched once and
+    /// only when a number is checked.
+    numbers: Vec<f64>,
+    numbers_in: usize,
+}
+
+impl Kept {
+    const fn new(key: &'static str) -> Kept {
+        Kept {
+            key,
+            count: 0,
+            text: String::new(),
+            numbers: Vec::new(),
+            numbers_in: 0,
+        }
+    }
+
+    /// Reads the entries written since this last read.
+    fn catch_up(&mut self, store: &impl Store) {
+        for n in self.count..count(store, self.key) {
+            let entry = store.get(&format!("{}.{n}", self.key)).unwrap_or_default();
+            self.add(&entry);
+        }
+    }
+
+    fn add(&mut self, entry: &str) {
+        self.text.push_str(entry);
+        self.text.push('\n');
+        self.count += 1;
+    }
+
+    /// The numbers the entries hold.
+    fn numbers(&mut self) -> &[f64] {
+        self.numbers
+            .extend(find::numbers(&self.text[self.numbers_in..]));
+        self.numbers_in = self.text.len();
+        &self.numbers
+    }
+
+    /// Writes the next entry.
+    fn append(&mut self, store: &mut impl Store, entry: &str) {
+        let n = count(store, self.key);
+        store.set(&format!("{}.{n}", self.key), entry);
+        store.set(self.key, &(n + 1).to_string());
+        // In step with the store: keep it without reading it back.
+        if self.count == n {
+            self.add(entry);
+        }
+    }
+}
+
+fn count(store: &impl Store, key: &str) -> usize {
+    store.get(key).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+/// What backs a value: the user's words and the trusted results.
+struct Backing<'a> {
+    said: &'a str,
+    trusted: &'a str,
+    /// The numbers both hold, when a number is checked.
+    numbers: Option<Vec<f64>>,
+}
+
+impl Backing<'_> {
+    /// Whether `leaf` comes from the user or a trusted result: the same
+    /// value, a date naming the same day, a number however written. A
+    /// value of three characters or fewer (an id, a flag) is taken only
+    /// whole: a trusted result's whole value, or a word of the user's.
+    fn backs(&self, leaf: &Value) -> bool {
+        match leaf {
+            Value::Number(n) => n.as_f64().is_some_and(|n| {
+                let numbers = self.numbers.as_deref().unwrap_or_default();
+                numbers.iter().any(|m| (m - n).abs() < 1e-9)
+            }),
+            Value::String(s) => {
+                let value = s.trim().to_lowercase();
+                let is_line = |text: &str| text.lines().any(|line| line == value);
+                if value.is_empty() || is_line(self.said) || is_line(self.trusted) {
+                    return true;
+                }
+                if let Some(day) = find::iso_day(&value) {
+                    return find::names_day(self.said, day) || find::names_day(self.trusted, day);
+                }
+                if value.chars().count() <= 3 {
+                    return find::contains_whole(self.said, &value);
+                }
+                find::contains_whole(self.said, &value)
+                    || find::contains_whole(self.trusted, &value)
+            }
+            _ => true,
+        }
+    }
 }
 
 impl<S: Store> Ledger<S> {
     /// The record kept in `store`.
-    pub fn new(store: S) -> Ledger<S> {
-        Ledger { store }
+    pub const fn new(store: S) -> Ledger<S> {
+        Ledger {
+            store,
+            heard: Vec::new(),
+            tainted: false,
+            trusted: Kept::new("trusted"),
+            names: Kept::new("names"),
+        }
     }
 
     /// Hears the user (or the operator's system prompt): their words back
-    /// any value and ask for any action.
+    /// any value and ask for any action. The same prompt, asked every
+    /// turn, is looked up once.
     pub fn hear(&mut self, words: &str) {
-        let words = words.trim().to_lowercase();
-        let mut said = self.store.get("said").unwrap_or_default();
-        if words.is_empty() || said.contains(&words) {
+        if self.heard.iter().any(|heard| heard == words) {
             return;
         }
-        said.push('\n');
-        said.push_str(&words);
-        self.store.set("said", &said);
+        let lower = words.trim().to_lowercase();
+        let mut said = self.store.get("said").unwrap_or_default();
+        if !lower.is_empty() && !said.contains(&lower) {
+            said.push('\n');
+            said.push_str(&lower);
+            self.store.set("said", &said);
+        }
+        self.heard.push(words.to_owned());
     }
 
     /// Reads a tool's result: what `trust` says is the system's own data
@@ -56,13 +179,12 @@ impl<S: Store> Ledger<S> {
     pub fn read(&mut self, result: &str, trust: Trust<'_>, pointed: bool) {
         let sorted = Sorted::of(result, &trust);
         if !sorted.trusted.is_empty() {
-            let n = self.count("trusted");
-            self.store.set(&format!("trusted.{n}"), &sorted.trusted);
-            self.store.set("trusted", &(n + 1).to_string());
+            self.trusted.append(&mut self.store, &sorted.trusted);
         }
         if sorted.untrusted {
             if !self.tainted() {
                 self.store.set("tainted", "1");
+                self.tainted = true;
             }
             // Each result's names under a key of their own: nothing already
             // kept is read or written again.
@@ -81,37 +203,21 @@ impl<S: Store> Ledger<S> {
                 self.store.set("pointed", &kept);
             }
             if !names.is_empty() {
-                let n = self.count("names");
-                self.store.set(&format!("names.{n}"), &names);
-                self.store.set("names", &(n + 1).to_string());
+                self.names.append(&mut self.store, &names);
             }
         }
     }
 
     /// Whether the run has read text others wrote.
-    pub fn tainted(&self) -> bool {
-        self.store.get("tainted").is_some()
-    }
-
-    fn count(&self, key: &str) -> usize {
-        self.store
-            .get(key)
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
+    pub fn tainted(&mut self) -> bool {
+        if !self.tainted {
+            self.tainted = self.store.get("tainted").is_some();
+        }
+        self.tainted
     }
 
     fn said(&self) -> String {
         self.store.get("said").unwrap_or_default()
-    }
-
-    /// Everything trusted: the user's words, then each trusted result.
-    fn trusted(&self) -> String {
-        let mut text = self.said();
-        for n in 0..self.count("trusted") {
-            text.push('\n');
-            text.push_str(&self.store.get(&format!("trusted.{n}")).unwrap_or_default());
-        }
-        text
     }
 
     /// Whether the user asked for one of `verbs` (a word of their request
@@ -126,26 +232,40 @@ impl<S: Store> Ledger<S> {
 
     /// The first value in `value` (every string and number in it) that
     /// neither the user nor a trusted result gave.
-    pub fn unbacked(&self, value: &Value) -> Option<String> {
+    pub fn unbacked(&mut self, value: &Value) -> Option<String> {
         self.first_unbacked(value, "")
     }
 
     /// As [`Ledger::unbacked`], but a string may also be a name that
     /// untrusted text the run was pointed to gave, whole: the address of a
     /// party named elsewhere ("her e-mail is on her website").
-    pub fn unbacked_via(&self, value: &Value) -> Option<String> {
-        self.first_unbacked(value, &self.store.get("pointed").unwrap_or_default())
+    pub fn unbacked_via(&mut self, value: &Value) -> Option<String> {
+        let pointed = self.store.get("pointed").unwrap_or_default();
+        self.first_unbacked(value, &pointed)
     }
 
-    fn first_unbacked(&self, value: &Value, pointed: &str) -> Option<String> {
-        let trusted = self.trusted();
-        let said = self.said();
+    fn first_unbacked(&mut self, value: &Value, pointed: &str) -> Option<String> {
         let mut leaves = Vec::new();
         collect_leaves(value, &mut leaves);
+        if leaves.is_empty() {
+            return None;
+        }
+        self.trusted.catch_up(&self.store);
+        let said = self.said();
+        let numbers = leaves.iter().any(|leaf| leaf.is_number()).then(|| {
+            let mut numbers = find::numbers(&said);
+            numbers.extend_from_slice(self.trusted.numbers());
+            numbers
+        });
+        let backing = Backing {
+            said: &said,
+            trusted: &self.trusted.text,
+            numbers,
+        };
         leaves
             .into_iter()
             .find(|leaf| {
-                !backed(leaf, &trusted, &said)
+                !backing.backs(leaf)
                     && !matches!(leaf, Value::String(s) if pointed.lines().any(|name| name == s.trim().to_lowercase()))
             })
             .map(|leaf| match leaf {
@@ -158,7 +278,7 @@ impl<S: Store> Ledger<S> {
     /// (JSON) reads: it has a value to choose by (a URL, a name, a path),
     /// and every one comes from them. A call with no arguments (the inbox,
     /// the channel list) was pointed to by nobody.
-    pub fn pointed_to(&self, args: &str) -> bool {
+    pub fn pointed_to(&mut self, args: &str) -> bool {
         let Ok(args) = serde_json::from_str::<Value>(args) else {
             return false;
         };
@@ -168,17 +288,24 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Whether `text` repeats a name that only untrusted text gave.
-    pub fn repeats_untrusted_name(&self, text: &str) -> bool {
+    pub fn repeats_untrusted_name(&mut self, text: &str) -> bool {
+        self.names.catch_up(&self.store);
         let text = text.to_lowercase();
-        // Built only for a name `text` holds: most answers hold none.
-        let mut trusted: Option<String> = None;
-        (0..self.count("names")).any(|n| {
-            let names = self.store.get(&format!("names.{n}")).unwrap_or_default();
-            names.lines().any(|name| {
-                !name.is_empty()
-                    && find::contains_whole(&text, name)
-                    && !find::contains_whole(trusted.get_or_insert_with(|| self.trusted()), name)
-            })
+        let mut candidates = self
+            .names
+            .text
+            .lines()
+            .filter(|name| !name.is_empty() && find::contains_whole(&text, name))
+            .peekable();
+        // The trusted text is read only for a name `text` holds: most
+        // answers hold none.
+        if candidates.peek().is_none() {
+            return false;
+        }
+        self.trusted.catch_up(&self.store);
+        let said = self.said();
+        candidates.any(|name| {
+            !find::contains_whole(&said, name) && !find::contains_whole(&self.trusted.text, name)
         })
     }
 }
@@ -189,32 +316,6 @@ fn collect_leaves<'v>(value: &'v Value, leaves: &mut Vec<&'v Value>) {
         Value::Array(items) => items.iter().for_each(|v| collect_leaves(v, leaves)),
         Value::String(_) | Value::Number(_) => leaves.push(value),
         Value::Null | Value::Bool(_) => {}
-    }
-}
-
-/// Whether a value comes from `trusted` (the user's words and trusted
-/// results, in lower case): the same value, a date naming the same day, a
-/// number however written. A value of three characters or fewer (an id,
-/// a flag) is taken only whole: a trusted result's whole value, or a word
-/// of the user's.
-fn backed(leaf: &Value, trusted: &str, said: &str) -> bool {
-    let number = |n: f64| find::numbers(trusted).iter().any(|m| (m - n).abs() < 1e-9);
-    match leaf {
-        Value::Number(n) => n.as_f64().is_some_and(number),
-        Value::String(s) => {
-            let value = s.trim().to_lowercase();
-            if value.is_empty() || trusted.lines().any(|line| line == value) {
-                return true;
-            }
-            if let Some(day) = find::iso_day(&value) {
-                return find::days(trusted).contains(&day);
-            }
-            if value.chars().count() <= 3 {
-                return find::contains_whole(said, &value);
-            }
-            find::contains_whole(trusted, &value)
-        }
-        _ => true,
     }
 }
 
@@ -335,6 +436,48 @@ mod tests {
         run.hear("Find and delete the largest file.");
         assert!(run.asked(&["delete".into()]));
         assert!(!run.asked(&["cancel".into(), "remove".into()]));
+    }
+
+    /// One store, as the scratchpad is for every process of a run.
+    #[derive(Clone, Default)]
+    struct Shared(std::rc::Rc<std::cell::RefCell<HashMap<String, String>>>);
+
+    impl Store for Shared {
+        fn get(&self, key: &str) -> Option<String> {
+            self.0.borrow().get(key).cloned()
+        }
+        fn set(&mut self, key: &str, value: &str) {
+            self.0.borrow_mut().insert(key.to_owned(), value.to_owned());
+        }
+    }
+
+    #[test]
+    fn a_ledger_sees_what_other_processes_of_the_run_added() {
+        let store = Shared::default();
+        let mut this = Ledger::new(store.clone());
+        this.hear("Pay what I owe Lily.");
+        assert!(this.unbacked(&json!("SE3550000000054910000003")).is_some());
+        assert!(!this.tainted());
+        assert!(!this.repeats_untrusted_name("Visit Riverside View Hotel"));
+
+        // Another process of the same run reads two results.
+        let mut other = Ledger::new(store.clone());
+        other.read(
+            r#"{"lily": "SE3550000000054910000003"}"#,
+            Trust::Trusted,
+            false,
+        );
+        other.read("Visit Riverside View Hotel", Trust::Untrusted, false);
+        other.hear("And 2024-03-07's too.");
+
+        assert!(this.tainted());
+        assert_eq!(this.unbacked(&json!("SE3550000000054910000003")), None);
+        assert_eq!(this.unbacked(&json!("2024-03-07")), None);
+        assert!(this.repeats_untrusted_name("Visit Riverside View Hotel"));
+        // Its own next result goes after the other's, not over it.
+        this.read("12345678", Trust::Trusted, false);
+        assert_eq!(store.get("trusted").as_deref(), Some("2"));
+        assert_eq!(other.unbacked(&json!(12345678)), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ use hookbox_sdk::{
 use ledger::{Ledger, Store};
 use roles::{Roles, Trust};
 use serde_json::Value;
+use std::sync::{Mutex, PoisonError};
 
 struct Provenance;
 
@@ -44,7 +45,10 @@ impl Hook for Provenance {
     }
 
     fn on_event(_ctx: &HookContext, event: StepEvent) -> Flow {
-        let mut ledger = Ledger::new(Scratchpad);
+        // One ledger for the instance (a run): what it has read of the
+        // scratchpad it does not read again.
+        static LEDGER: Mutex<Ledger<Scratchpad>> = Mutex::new(Ledger::new(Scratchpad));
+        let mut ledger = LEDGER.lock().unwrap_or_else(PoisonError::into_inner);
         // The user's words are kept whatever the roles: a model call is
         // asked every turn, and needs no settings read.
         if let StepEvent::CompletionCall(call) = &event {
@@ -125,7 +129,12 @@ fn hear<S: Store>(ledger: &mut Ledger<S>, call: &CompletionCall) {
 }
 
 /// Why `tool` may not run with `args` in a tainted run, if it may not.
-fn refusal<S: Store>(roles: &Roles, ledger: &Ledger<S>, tool: &str, args: &str) -> Option<String> {
+fn refusal<S: Store>(
+    roles: &Roles,
+    ledger: &mut Ledger<S>,
+    tool: &str,
+    args: &str,
+) -> Option<String> {
     if let Some(verbs) = roles.asks.get(tool).filter(|verbs| !ledger.asked(verbs)) {
         return Some(format!(
             "the user's request does not ask for it (it names none of: {})",

@@ -3,7 +3,7 @@
 //! instance allocates is a page it may have to fault in): the trusted
 //! values as lines of lower-case text, and the names untrusted text holds.
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 
@@ -132,12 +132,15 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
             trust,
             inside,
         } = self;
-        while let Some(key) = members.next_key::<String>()? {
-            // A key is data too (a map from hotel name to its reviews), as
-            // trusted as its object: an untrusted member's own name is not
-            // untrusted text.
-            into.text(&key, inside);
-            let inside = inside || matches!(trust, Trust::Members(names) if names.contains(&key));
+        // A key is data too (a map from hotel name to its reviews), as
+        // trusted as its object: an untrusted member's own name is not
+        // untrusted text.
+        while let Some(untrusted_member) = members.next_key_seed(Key {
+            into: &mut *into,
+            trust,
+            inside,
+        })? {
+            let inside = inside || untrusted_member;
             members.next_value_seed(Seed {
                 into: &mut *into,
                 trust,
@@ -151,9 +154,39 @@ impl<'de> Visitor<'de> for Seed<'_, '_> {
 impl Seed<'_, '_> {
     fn number<E>(self, n: serde_json::Number) -> Result<(), E> {
         if !self.inside {
-            self.into.text(&n.to_string(), false);
+            // Written in place: numbers are lower case already.
+            let _ = writeln!(self.into.trusted, "{n}");
         }
         Ok(())
+    }
+}
+
+/// A member's name, read in place (no `String` per key): sorted as its
+/// object is, and answering whether the member is an untrusted one.
+struct Key<'s, 't> {
+    into: &'s mut Sorted,
+    trust: &'s Trust<'t>,
+    inside: bool,
+}
+
+impl<'de> DeserializeSeed<'de> for Key<'_, '_> {
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, json: D) -> Result<bool, D::Error> {
+        json.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Key<'_, '_> {
+    type Value = bool;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member's name")
+    }
+
+    fn visit_str<E>(self, key: &str) -> Result<bool, E> {
+        self.into.text(key, self.inside);
+        Ok(matches!(self.trust, Trust::Members(names) if names.iter().any(|name| name == key)))
     }
 }
 
