@@ -55,7 +55,7 @@ fn capitalised_runs(text: &str, found: &mut Vec<String>) {
             if c != ' ' && c != '\t' {
                 flush(&mut run);
             }
-            if ".!?:;\n\r".contains(c) {
+            if matches!(c, '.' | '!' | '?' | ':' | ';' | '\n' | '\r') {
                 sentence_start = true;
             }
             continue;
@@ -90,33 +90,43 @@ fn capitalised_runs(text: &str, found: &mut Vec<String>) {
     flush(&mut run);
 }
 
+/// Web and e-mail addresses, in one pass over the text's bytes: web
+/// addresses first, then e-mail addresses, each in the order they come.
 fn addresses(text: &str, found: &mut Vec<String>) {
+    let bytes = text.as_bytes();
     let ends = |c: char| c.is_whitespace() || "\"'<>()[]{},;|`".contains(c);
     let trim = |s: &str| s.trim_end_matches(['.', ':', '!', '?']).to_lowercase();
-    for start in ["https://", "http://", "www."] {
-        for (at, _) in text.match_indices(start) {
-            let before_ok = text[..at]
-                .chars()
-                .next_back()
-                .is_none_or(|c| !is_name_char(c) && c != '.' && c != '/');
-            let end = text[at..].find(ends).map_or(text.len(), |i| at + i);
-            if before_ok && end > at + start.len() {
-                found.push(trim(&text[at..end]));
-            }
-        }
-    }
     let local = |c: char| c.is_alphanumeric() || "._%+-".contains(c);
     let domain = |c: char| c.is_alphanumeric() || ".-".contains(c);
-    for (at, _) in text.match_indices('@') {
-        let start = text[..at].rfind(|c| !local(c)).map_or(0, |i| i + 1);
-        let end = text[at + 1..]
-            .find(|c| !domain(c))
-            .map_or(text.len(), |i| at + 1 + i);
-        let address = trim(&text[start..end]);
-        if start < at && address[at - start + 1..].contains('.') {
-            found.push(address);
+    let mut emails = Vec::new();
+    for (at, &byte) in bytes.iter().enumerate() {
+        let prefix = match byte {
+            b'w' if bytes[at..].starts_with(b"www.") => 4,
+            b'h' if bytes[at..].starts_with(b"https://") => 8,
+            b'h' if bytes[at..].starts_with(b"http://") => 7,
+            b'@' => {
+                let start = text[..at].rfind(|c| !local(c)).map_or(0, |i| i + 1);
+                let end = text[at + 1..]
+                    .find(|c| !domain(c))
+                    .map_or(text.len(), |i| at + 1 + i);
+                let address = trim(&text[start..end]);
+                if start < at && address[at - start + 1..].contains('.') {
+                    emails.push(address);
+                }
+                continue;
+            }
+            _ => continue,
+        };
+        let before_ok = text[..at]
+            .chars()
+            .next_back()
+            .is_none_or(|c| !is_name_char(c) && c != '.' && c != '/');
+        let end = text[at..].find(ends).map_or(text.len(), |i| at + i);
+        if before_ok && end > at + prefix {
+            found.push(trim(&text[at..end]));
         }
     }
+    found.append(&mut emails);
 }
 
 /// Whether `needle` is in `haystack` as a whole: not inside a longer word,
