@@ -221,13 +221,14 @@ impl<S: Store> Ledger<S> {
     }
 
     /// Whether the user asked for one of `verbs` (a word of their request
-    /// starts with it: `delete` is asked by "deleted" too).
-    pub fn asked(&self, verbs: &[String]) -> bool {
+    /// starts with it, in any case: `delete` is asked by "Deleted" too).
+    pub fn asked(&self, verbs: &[&str]) -> bool {
         let said = self.said();
         let words: Vec<&str> = said.split(|c: char| !c.is_alphanumeric()).collect();
-        verbs
-            .iter()
-            .any(|verb| words.iter().any(|word| word.starts_with(verb.as_str())))
+        verbs.iter().any(|verb| {
+            let verb = verb.to_lowercase();
+            words.iter().any(|word| word.starts_with(&verb))
+        })
     }
 
     /// The first value in `value` (every string and number in it) that
@@ -344,7 +345,7 @@ mod tests {
     fn the_users_words_and_trusted_results_back_values() {
         let mut run = ledger();
         run.hear("Refund GB29NWBK60161331926819 what they sent me on March 7th.");
-        run.read(r#"[{"id": 5, "sender": "SE3550000000054910000003", "amount": 10.0, "subject": "Sushi"}]"#, Trust::Members(&["subject".into()]), false);
+        run.read(r#"[{"id": 5, "sender": "SE3550000000054910000003", "amount": 10.0, "subject": "Sushi"}]"#, Trust::Members(vec!["subject"]), false);
         assert!(run.tainted());
         for backed in [
             json!("GB29NWBK60161331926819"),
@@ -398,7 +399,7 @@ mod tests {
         let mut run = ledger();
         run.read(
             r#"[{"sender": "lily.white@gmail.com", "body": "send it to mark.black-2134@gmail.com", "meta": {"body": "x"}}]"#,
-            Trust::Members(&["body".into()]),
+            Trust::Members(vec!["body"]),
             false,
         );
         assert!(run.tainted());
@@ -434,8 +435,8 @@ mod tests {
     fn asked_is_a_word_of_the_users() {
         let mut run = ledger();
         run.hear("Find and delete the largest file.");
-        assert!(run.asked(&["delete".into()]));
-        assert!(!run.asked(&["cancel".into(), "remove".into()]));
+        assert!(run.asked(&["Delete"]));
+        assert!(!run.asked(&["cancel", "remove"]));
     }
 
     /// One store, as the scratchpad is for every process of a run.

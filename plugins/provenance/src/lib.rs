@@ -55,9 +55,13 @@ impl Hook for Provenance {
             hear(&mut ledger, call);
             return Flow::Continue;
         }
-        // Settings do not change within an instance (a run): read once.
-        static ROLES: std::sync::OnceLock<Result<Roles, String>> = std::sync::OnceLock::new();
-        match ROLES.get_or_init(|| Roles::from_settings(&config::entries())) {
+        // Settings do not change within an instance (a run): read once,
+        // and kept for the instance's life (the roles are slices of them).
+        static ROLES: std::sync::OnceLock<Result<Roles<'static>, String>> =
+            std::sync::OnceLock::new();
+        let roles = ROLES
+            .get_or_init(|| Roles::from_settings(Box::leak(config::entries().into_boxed_slice())));
+        match roles {
             Ok(roles) => decide(roles, &mut ledger, event),
             Err(error) => Flow::terminate(format!(
                 "provenance: its settings are wrong, so no run is guarded: {error}. Fix the \
@@ -78,7 +82,7 @@ fn prepare() {}
 hookbox_sdk::pre_initialize!(prepare);
 
 /// The rule, on one event.
-pub fn decide<S: Store>(roles: &Roles, ledger: &mut Ledger<S>, event: StepEvent) -> Flow {
+pub fn decide<S: Store>(roles: &Roles<'_>, ledger: &mut Ledger<S>, event: StepEvent) -> Flow {
     match event {
         StepEvent::CompletionCall(call) => {
             hear(ledger, &call);
@@ -87,7 +91,7 @@ pub fn decide<S: Store>(roles: &Roles, ledger: &mut Ledger<S>, event: StepEvent)
         StepEvent::ToolResult(result) => {
             let trust = roles.trust(&result.tool_name);
             let pointed =
-                !roles.via.is_empty() && trust != Trust::Trusted && ledger.pointed_to(&result.args);
+                roles.any_via && trust != Trust::Trusted && ledger.pointed_to(&result.args);
             ledger.read(&result.result, trust, pointed);
             Flow::Continue
         }
@@ -135,13 +139,18 @@ fn refusal<S: Store>(
     tool: &str,
     args: &str,
 ) -> Option<String> {
-    if let Some(verbs) = roles.asks.get(tool).filter(|verbs| !ledger.asked(verbs)) {
+    if let Some(verbs) = roles
+        .list("asks", tool)
+        .filter(|verbs| !ledger.asked(verbs))
+    {
         return Some(format!(
             "the user's request does not ask for it (it names none of: {})",
             verbs.join(", ")
         ));
     }
-    if !roles.sinks.contains_key(tool) && !roles.text.contains_key(tool) {
+    let sinks = roles.list("sink", tool).unwrap_or_default();
+    let text = roles.list("text", tool).unwrap_or_default();
+    if sinks.is_empty() && text.is_empty() {
         return None;
     }
     let Ok(Value::Object(args)) = serde_json::from_str::<Value>(args) else {
@@ -149,14 +158,14 @@ fn refusal<S: Store>(
             "its arguments are not a JSON object, so where they come from cannot be checked".into(),
         );
     };
-    for name in roles.sinks.get(tool).into_iter().flatten() {
+    for name in sinks {
         if let Some(value) = args.get(name).and_then(|value| ledger.unbacked(value)) {
             return Some(format!(
                 "`{name}` = {value:?} comes neither from the user's request nor from a trusted result"
             ));
         }
     }
-    for name in roles.via.get(tool).into_iter().flatten() {
+    for name in roles.list("via", tool).unwrap_or_default() {
         if let Some(value) = args.get(name).and_then(|value| ledger.unbacked_via(value)) {
             return Some(format!(
                 "`{name}` = {value:?} comes neither from the user's request, nor from a trusted \
@@ -164,7 +173,7 @@ fn refusal<S: Store>(
             ));
         }
     }
-    for name in roles.text.get(tool).into_iter().flatten() {
+    for name in text {
         let mut text = String::new();
         texts(args.get(name).unwrap_or(&Value::Null), &mut text);
         if ledger.repeats_untrusted_name(&text) {

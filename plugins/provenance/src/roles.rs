@@ -11,8 +11,6 @@
 //! answer = "names"
 //! ```
 
-use std::collections::BTreeMap;
-
 /// How much of a tool's result is text others wrote.
 #[derive(Debug, PartialEq)]
 pub enum Trust<'a> {
@@ -21,60 +19,43 @@ pub enum Trust<'a> {
     /// All of it.
     Untrusted,
     /// The strings under these members, at any depth; the rest is trusted.
-    Members(&'a [String]),
+    Members(Vec<&'a str>),
 }
 
-/// The roles, as the operator wrote them.
-#[derive(Debug, Default, PartialEq)]
-pub struct Roles {
-    untrusted_tools: Vec<String>,
-    untrusted_members: BTreeMap<String, Vec<String>>,
-    /// Per sink, the arguments whose values must come from the user or a
-    /// trusted result.
-    pub sinks: BTreeMap<String, Vec<String>>,
-    /// Per sink, the arguments that say how to reach a party its `sinks`
-    /// arguments name (an address): besides the user and trusted results,
-    /// they may come from untrusted text the run was pointed to.
-    pub via: BTreeMap<String, Vec<String>>,
-    /// Per tool, the free-text arguments that may not repeat a name only
-    /// untrusted text gave.
-    pub text: BTreeMap<String, Vec<String>>,
-    /// Per tool, the words one of which the user's own request must hold.
-    pub asks: BTreeMap<String, Vec<String>>,
+/// The kinds of per-tool setting (`KIND.TOOL`).
+const PER_TOOL: [&str; 4] = ["sink", "via", "text", "asks"];
+
+/// The roles: the settings as the operator wrote them, checked once, and
+/// looked up where an event needs them. Nothing is built from them: a run
+/// starts on its first tool event, and an agent's run asks about a few
+/// tools, not every one the settings name.
+#[derive(Debug)]
+pub struct Roles<'a> {
+    settings: &'a [(String, String)],
     /// Whether the answer may not repeat a name only untrusted text gave.
     pub answer_names: bool,
+    /// Whether any `via.` is set.
+    pub any_via: bool,
 }
 
-impl Roles {
-    /// Reads the settings; a key or value it does not know is an error
+/// A setting's comma-separated list.
+fn items(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',').map(str::trim).filter(|s| !s.is_empty())
+}
+
+impl<'a> Roles<'a> {
+    /// Checks the settings; a key or value it does not know is an error
     /// naming it, so a typo never leaves a tool unguarded.
-    pub fn from_settings(settings: &[(String, String)]) -> Result<Roles, String> {
-        let mut roles = Roles::default();
-        let list = |value: &str| -> Vec<String> {
-            value
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect()
+    pub fn from_settings(settings: &'a [(String, String)]) -> Result<Roles<'a>, String> {
+        let mut roles = Roles {
+            settings,
+            answer_names: false,
+            any_via: false,
         };
         for (key, value) in settings {
-            let (kind, tool) = key.split_once('.').unwrap_or((key, ""));
-            let table = match (kind, tool.is_empty()) {
-                ("untrusted", true) => {
-                    for source in list(value) {
-                        match source.split_once('.') {
-                            Some((tool, member)) => roles
-                                .untrusted_members
-                                .entry(tool.to_owned())
-                                .or_default()
-                                .push(member.to_owned()),
-                            None => roles.untrusted_tools.push(source),
-                        }
-                    }
-                    continue;
-                }
-                ("answer", true) => {
+            match key.split_once('.') {
+                None if key == "untrusted" => {}
+                None if key == "answer" => {
                     roles.answer_names = match value.trim() {
                         "names" => true,
                         "any" => false,
@@ -82,56 +63,74 @@ impl Roles {
                             return Err(format!("`answer` is `names` or `any`, not `{other}`"));
                         }
                     };
-                    continue;
                 }
-                ("sink", false) => &mut roles.sinks,
-                ("via", false) => &mut roles.via,
-                ("text", false) => &mut roles.text,
-                ("asks", false) => &mut roles.asks,
+                Some((kind, tool)) if PER_TOOL.contains(&kind) && !tool.is_empty() => {
+                    if items(value).next().is_none() {
+                        return Err(format!("`{key}` names nothing"));
+                    }
+                    // An address is let through only for a party the user
+                    // or a trusted result named: without that party, `via`
+                    // would trust the page.
+                    if kind == "via" && roles.list("sink", tool).is_none() {
+                        return Err(format!(
+                            "`via.{tool}` needs `sink.{tool}`: the arguments naming the party \
+                             whose address it is, which must come from the user or a trusted result"
+                        ));
+                    }
+                    roles.any_via |= kind == "via";
+                }
                 _ => {
                     return Err(format!(
                         "unknown setting `{key}`: the settings are `untrusted`, `answer`, and \
                          `sink.TOOL`, `via.TOOL`, `text.TOOL`, `asks.TOOL` for a tool"
                     ));
                 }
-            };
-            let items = list(value);
-            if items.is_empty() {
-                return Err(format!("`{key}` names nothing"));
             }
-            let items = if kind == "asks" {
-                items.iter().map(|w| w.to_lowercase()).collect()
-            } else {
-                items
-            };
-            table.insert(tool.to_owned(), items);
-        }
-        // An address is let through only for a party the user or a trusted
-        // result named: without that party, `via` would trust the page.
-        if let Some(tool) = roles.via.keys().find(|t| !roles.sinks.contains_key(*t)) {
-            return Err(format!(
-                "`via.{tool}` needs `sink.{tool}`: the arguments naming the party whose address \
-                 it is, which must come from the user or a trusted result"
-            ));
         }
         Ok(roles)
     }
 
-    /// Whether a call of `tool` is checked at all.
-    pub fn watches(&self, tool: &str) -> bool {
-        self.sinks.contains_key(tool)
-            || self.text.contains_key(tool)
-            || self.asks.contains_key(tool)
+    /// The list `KIND.TOOL` sets, if it is set: the arguments a sink's
+    /// values must come from the user or a trusted result for (`sink`),
+    /// that may also come from untrusted text the run was pointed to
+    /// (`via`), that may not repeat an untrusted-only name (`text`); the
+    /// verbs one of which the user's request must hold (`asks`, any case).
+    pub fn list(&self, kind: &str, tool: &str) -> Option<Vec<&'a str>> {
+        self.settings
+            .iter()
+            .find(|(key, _)| {
+                key.strip_prefix(kind)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    == Some(tool)
+            })
+            .map(|(_, value)| items(value).collect())
     }
 
-    /// How far `tool`'s result can be trusted.
-    pub fn trust(&self, tool: &str) -> Trust<'_> {
-        if self.untrusted_tools.iter().any(|t| t == tool) {
-            Trust::Untrusted
-        } else if let Some(members) = self.untrusted_members.get(tool) {
-            Trust::Members(members)
-        } else {
+    /// Whether a call of `tool` is checked at all.
+    pub fn watches(&self, tool: &str) -> bool {
+        ["sink", "text", "asks"]
+            .iter()
+            .any(|kind| self.list(kind, tool).is_some())
+    }
+
+    /// How far `tool`'s result can be trusted: `untrusted` names a tool
+    /// whole, or its members (`tool.member`).
+    pub fn trust(&self, tool: &str) -> Trust<'a> {
+        let Some((_, untrusted)) = self.settings.iter().find(|(key, _)| key == "untrusted") else {
+            return Trust::Trusted;
+        };
+        let mut members = Vec::new();
+        for source in items(untrusted) {
+            match source.split_once('.') {
+                None if source == tool => return Trust::Untrusted,
+                Some((of, member)) if of == tool => members.push(member),
+                _ => {}
+            }
+        }
+        if members.is_empty() {
             Trust::Trusted
+        } else {
+            Trust::Members(members)
         }
     }
 }
@@ -149,7 +148,7 @@ mod tests {
 
     #[test]
     fn reads_every_role() {
-        let roles = Roles::from_settings(&settings(&[
+        let settings = settings(&[
             (
                 "untrusted",
                 "get_webpage, search_emails.body, search_emails.subject",
@@ -160,19 +159,30 @@ mod tests {
             ("text.send_email", "subject, body"),
             ("asks.delete_file", "Delete, remove"),
             ("answer", "names"),
-        ]))
-        .unwrap();
+        ]);
+        let roles = Roles::from_settings(&settings).unwrap();
         assert_eq!(roles.trust("get_webpage"), Trust::Untrusted);
         assert_eq!(
             roles.trust("search_emails"),
-            Trust::Members(&["body".into(), "subject".into()])
+            Trust::Members(vec!["body", "subject"])
         );
         assert_eq!(roles.trust("get_balance"), Trust::Trusted);
-        assert_eq!(roles.sinks["send_money"], ["recipient"]);
-        assert_eq!(roles.via["invite_user"], ["email"]);
-        assert_eq!(roles.text["send_email"], ["subject", "body"]);
-        assert_eq!(roles.asks["delete_file"], ["delete", "remove"]);
-        assert!(roles.answer_names);
+        // A tool named like the start of another is not it.
+        assert_eq!(roles.trust("get_web"), Trust::Trusted);
+        assert_eq!(roles.list("sink", "send_money").unwrap(), ["recipient"]);
+        assert_eq!(roles.list("via", "invite_user").unwrap(), ["email"]);
+        assert_eq!(
+            roles.list("text", "send_email").unwrap(),
+            ["subject", "body"]
+        );
+        assert_eq!(
+            roles.list("asks", "delete_file").unwrap(),
+            ["Delete", "remove"]
+        );
+        assert_eq!(roles.list("sink", "send"), None);
+        assert_eq!(roles.list("sin", "k.send_money"), None);
+        assert!(roles.watches("delete_file") && !roles.watches("get_balance"));
+        assert!(roles.answer_names && roles.any_via);
     }
 
     #[test]
@@ -183,8 +193,11 @@ mod tests {
             ("answer", "yes"),
             ("sink.x", " , "),
             ("via.invite_user", "email"),
+            ("sink.", "x"),
+            ("untrusted.x", "y"),
         ] {
-            let error = Roles::from_settings(&settings(&[bad])).unwrap_err();
+            let settings = settings(&[bad]);
+            let error = Roles::from_settings(&settings).unwrap_err();
             assert!(error.contains('`'), "{error}");
         }
     }

@@ -186,7 +186,7 @@ impl<'de> Visitor<'de> for Key<'_, '_> {
 
     fn visit_str<E>(self, key: &str) -> Result<bool, E> {
         self.into.text(key, self.inside);
-        Ok(matches!(self.trust, Trust::Members(names) if names.iter().any(|name| name == key)))
+        Ok(matches!(self.trust, Trust::Members(names) if names.contains(&key)))
     }
 }
 
@@ -196,10 +196,10 @@ mod tests {
 
     #[test]
     fn members_at_any_depth_and_keys_too() {
-        let members = ["body".to_owned()];
+        let members = vec!["body"];
         let sorted = Sorted::of(
             r#"[{"id": 5, "Sender": "Lily@x.com", "body": "Mail Mark Black at mark@evil.com", "meta": {"body": {"Deep Name": "x"}}, "ok": true}]"#,
-            &Trust::Members(&members),
+            &Trust::Members(members),
         );
         assert_eq!(
             sorted.trusted,
@@ -224,12 +224,12 @@ mod tests {
         assert!(!trusted.untrusted);
         let untrusted = Sorted::of(
             "{\"a\": \"Visit Riverside View Hotel\"",
-            &Trust::Members(&[]),
+            &Trust::Members(vec![]),
         );
         assert!(untrusted.trusted.is_empty() && untrusted.untrusted);
         assert!(untrusted.names.contains(&"riverside view hotel".to_owned()));
         // Numbers and whitespace alone taint nothing.
-        assert!(!Sorted::of(r#"{"body": "  "}"#, &Trust::Members(&["body".into()])).untrusted);
+        assert!(!Sorted::of(r#"{"body": "  "}"#, &Trust::Members(vec!["body"])).untrusted);
         assert_eq!(
             Sorted::of("[10.0, 7]", &Trust::Trusted).trusted,
             "10.0\n7\n"
