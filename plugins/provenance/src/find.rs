@@ -159,6 +159,32 @@ const MONTHS: [&str; 12] = [
     "december",
 ];
 
+/// The words of a text, to rule out at once most names it cannot hold
+/// whole: a name [`contains_whole`] finds in the text has its first word
+/// among them.
+pub struct Words<'t>(std::collections::HashSet<&'t str>);
+
+impl<'t> Words<'t> {
+    /// The words (runs of letters and digits) of `text`.
+    pub fn of(text: &'t str) -> Words<'t> {
+        Words(
+            text.split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect(),
+        )
+    }
+
+    /// Whether the text may hold `name` whole (if so, it does only when
+    /// [`contains_whole`] says so).
+    pub fn may_hold(&self, name: &str) -> bool {
+        match name.split(|c: char| !c.is_alphanumeric()).next() {
+            Some(first) if !first.is_empty() => self.0.contains(first),
+            // A name that starts with no letter or digit: search it.
+            _ => true,
+        }
+    }
+}
+
 /// A date as month and day: a value's date is matched by either, whatever
 /// the year (a prompt says "April 25th", a call says `2024-04-25`).
 pub type Day = (u8, u8);
@@ -299,6 +325,19 @@ mod tests {
         assert!(!contains_whole("x.dora@gmail.com", "dora@gmail.com"));
         assert!(!contains_whole("4120", "12"));
         assert!(contains_whole("rent is 1200, paid", "1200"));
+    }
+
+    #[test]
+    fn words_rule_out_only_what_cannot_be_there() {
+        let text = "mail mark black at mark@evil.com or visit www.evil.com/x today";
+        let words = Words::of(text);
+        for name in ["mark black", "mark@evil.com", "www.evil.com/x", "visit"] {
+            assert!(words.may_hold(name) && contains_whole(text, name), "{name}");
+        }
+        for name in ["riverside view hotel", "ark black", "good.com"] {
+            assert!(!words.may_hold(name), "{name}");
+        }
+        assert!(Words::of("a").may_hold("-x"));
     }
 
     #[test]

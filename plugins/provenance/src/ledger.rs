@@ -292,11 +292,14 @@ impl<S: Store> Ledger<S> {
     pub fn repeats_untrusted_name(&mut self, text: &str) -> bool {
         self.names.catch_up(&self.store);
         let text = text.to_lowercase();
+        let words = find::Words::of(&text);
         let mut candidates = self
             .names
             .text
             .lines()
-            .filter(|name| !name.is_empty() && find::contains_whole(&text, name))
+            .filter(|name| {
+                !name.is_empty() && words.may_hold(name) && find::contains_whole(&text, name)
+            })
             .peekable();
         // The trusted text is read only for a name `text` holds: most
         // answers hold none.
