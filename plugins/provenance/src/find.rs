@@ -4,20 +4,62 @@
 //! Text here is already in lower case where it is searched; names are taken
 //! from text as it was written (a name is a run of capitalised words).
 
-/// The names, e-mail addresses and web addresses `text` holds, in lower
-/// case: what an instruction hidden in text would have an agent act on or
-/// repeat. A name is two or more capitalised words in a row (`Riverside
-/// View Hotel`); shorter than four characters is not taken.
+/// Adds to `found` the names, e-mail addresses and web addresses `text`
+/// holds, in lower case, a line each: what an instruction hidden in text
+/// would have an agent act on or repeat. A name is two or more capitalised
+/// words in a row (`Riverside View Hotel`); shorter than four characters is
+/// not taken. (One buffer, not a `String` per name: a tool's result can
+/// hold hundreds.)
+pub fn names_into(text: &str, found: &mut String) {
+    capitalised_runs(text, found);
+    addresses(text, found);
+}
+
+/// The names [`names_into`] finds, as a list.
+#[cfg(test)]
 pub fn names(text: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    capitalised_runs(text, &mut found);
-    addresses(text, &mut found);
-    found.retain(|name| name.chars().count() >= 4);
-    found
+    let mut found = String::new();
+    names_into(text, &mut found);
+    found.lines().map(str::to_owned).collect()
+}
+
+/// An address without the sentence's punctuation after it.
+fn trim_end(address: &str) -> &str {
+    address.trim_end_matches(['.', ':', '!', '?'])
+}
+
+/// Adds `name` to `found` in lower case, on a line of its own, if it is
+/// four characters or more.
+fn add_name(found: &mut String, name: &str) {
+    if name.is_ascii() {
+        if name.len() < 4 {
+            return;
+        }
+        let from = found.len();
+        found.push_str(name);
+        found[from..].make_ascii_lowercase();
+    } else {
+        if name.chars().count() < 4 {
+            return;
+        }
+        found.push_str(&name.to_lowercase());
+    }
+    found.push('\n');
 }
 
 fn is_name_char(c: char) -> bool {
     c.is_alphanumeric() || c == '&' || c == '-'
+}
+
+/// The character starting at byte `at` of `text` (a character boundary).
+fn char_at(text: &str, at: usize) -> char {
+    match text.as_bytes()[at] {
+        b if b.is_ascii() => char::from(b),
+        _ => text[at..]
+            .chars()
+            .next()
+            .unwrap_or(char::REPLACEMENT_CHARACTER),
+    }
 }
 
 /// A run of capitalised words being read.
@@ -33,22 +75,25 @@ struct Run {
     begins_sentence: bool,
 }
 
-/// Runs of capitalised words, in one pass over the text's characters.
-fn capitalised_runs(text: &str, found: &mut Vec<String>) {
+/// Runs of capitalised words, in one pass over the text (ASCII a byte at a
+/// time).
+fn capitalised_runs(text: &str, found: &mut String) {
     let mut run: Option<Run> = None;
     let mut flush = |run: &mut Option<Run>| {
         if let Some(run) = run.take() {
             if run.words >= 2 {
-                found.push(text[run.start..run.end].to_lowercase());
+                add_name(found, &text[run.start..run.end]);
             }
             if run.begins_sentence && run.words >= 3 {
-                found.push(text[run.second..run.end].to_lowercase());
+                add_name(found, &text[run.second..run.end]);
             }
         }
     };
     let mut sentence_start = true;
-    let mut chars = text.char_indices().peekable();
-    while let Some((at, c)) = chars.next() {
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        let c = char_at(text, at);
         if !is_name_char(c) {
             // A space or tab may join two words of a name; anything else
             // ends it.
@@ -58,27 +103,40 @@ fn capitalised_runs(text: &str, found: &mut Vec<String>) {
             if matches!(c, '.' | '!' | '?' | ':' | ';' | '\n' | '\r') {
                 sentence_start = true;
             }
+            at += c.len_utf8();
             continue;
         }
-        let mut end = at + c.len_utf8();
-        while let Some(&(next, d)) = chars.peek() {
-            if !is_name_char(d) {
-                break;
-            }
-            end = next + d.len_utf8();
-            chars.next();
+        // The rest of the word: ASCII a byte at a time.
+        let word = at;
+        at += c.len_utf8();
+        while at < bytes.len() {
+            let b = bytes[at];
+            let len = if b.is_ascii() {
+                if !(b.is_ascii_alphanumeric() || b == b'&' || b == b'-') {
+                    break;
+                }
+                1
+            } else {
+                let d = char_at(text, at);
+                if !is_name_char(d) {
+                    break;
+                }
+                d.len_utf8()
+            };
+            at += len;
         }
+        let end = at;
         if !c.is_uppercase() {
             flush(&mut run);
         } else if let Some(run) = run.as_mut() {
             if run.words == 1 {
-                run.second = at;
+                run.second = word;
             }
             run.words += 1;
             run.end = end;
         } else {
             run = Some(Run {
-                start: at,
+                start: word,
                 end,
                 words: 1,
                 second: end,
@@ -92,13 +150,12 @@ fn capitalised_runs(text: &str, found: &mut Vec<String>) {
 
 /// Web and e-mail addresses, in one pass over the text's bytes: web
 /// addresses first, then e-mail addresses, each in the order they come.
-fn addresses(text: &str, found: &mut Vec<String>) {
+fn addresses(text: &str, found: &mut String) {
     let bytes = text.as_bytes();
     let ends = |c: char| c.is_whitespace() || "\"'<>()[]{},;|`".contains(c);
-    let trim = |s: &str| s.trim_end_matches(['.', ':', '!', '?']).to_lowercase();
     let local = |c: char| c.is_alphanumeric() || "._%+-".contains(c);
     let domain = |c: char| c.is_alphanumeric() || ".-".contains(c);
-    let mut emails = Vec::new();
+    let mut emails = String::new();
     for (at, &byte) in bytes.iter().enumerate() {
         let prefix = match byte {
             b'w' if bytes[at..].starts_with(b"www.") => 4,
@@ -109,9 +166,9 @@ fn addresses(text: &str, found: &mut Vec<String>) {
                 let end = text[at + 1..]
                     .find(|c| !domain(c))
                     .map_or(text.len(), |i| at + 1 + i);
-                let address = trim(&text[start..end]);
+                let address = trim_end(&text[start..end]);
                 if start < at && address[at - start + 1..].contains('.') {
-                    emails.push(address);
+                    add_name(&mut emails, address);
                 }
                 continue;
             }
@@ -123,10 +180,10 @@ fn addresses(text: &str, found: &mut Vec<String>) {
             .is_none_or(|c| !is_name_char(c) && c != '.' && c != '/');
         let end = text[at..].find(ends).map_or(text.len(), |i| at + i);
         if before_ok && end > at + prefix {
-            found.push(trim(&text[at..end]));
+            add_name(found, trim_end(&text[at..end]));
         }
     }
-    found.append(&mut emails);
+    found.push_str(&emails);
 }
 
 /// Whether `needle` is in `haystack` as a whole: not inside a longer word,

@@ -190,11 +190,10 @@ impl<S: Store> Ledger<S> {
             // kept is read or written again.
             let mut seen = std::collections::HashSet::new();
             let mut names = String::new();
-            for name in sorted.names {
-                if !seen.contains(&name) {
-                    names.push_str(&name);
+            for name in sorted.names.lines() {
+                if seen.insert(name) {
+                    names.push_str(name);
                     names.push('\n');
-                    seen.insert(name);
                 }
             }
             if pointed && !names.is_empty() {

@@ -15,8 +15,9 @@ use crate::roles::Trust;
 pub struct Sorted {
     /// Each trusted string, key and number, a line, in lower case.
     pub trusted: String,
-    /// The names the untrusted strings hold (`find::names`).
-    pub names: Vec<String>,
+    /// The names the untrusted strings hold, a line each
+    /// (`find::names_into`).
+    pub names: String,
     /// Whether any untrusted string holds more than white space.
     pub untrusted: bool,
 }
@@ -46,7 +47,7 @@ impl Sorted {
     fn text(&mut self, text: &str, untrusted: bool) {
         if untrusted {
             self.untrusted |= !text.trim().is_empty();
-            self.names.extend(find::names(text));
+            find::names_into(text, &mut self.names);
         } else {
             let from = self.trusted.len();
             self.trusted.push_str(text);
@@ -206,7 +207,7 @@ mod tests {
             "id\n5\nsender\nlily@x.com\nbody\nmeta\nbody\nok\n"
         );
         assert_eq!(
-            sorted.names,
+            sorted.names.lines().collect::<Vec<_>>(),
             [
                 "mail mark black",
                 "mark black",
@@ -227,7 +228,12 @@ mod tests {
             &Trust::Members(vec![]),
         );
         assert!(untrusted.trusted.is_empty() && untrusted.untrusted);
-        assert!(untrusted.names.contains(&"riverside view hotel".to_owned()));
+        assert!(
+            untrusted
+                .names
+                .lines()
+                .any(|name| name == "riverside view hotel")
+        );
         // Numbers and whitespace alone taint nothing.
         assert!(!Sorted::of(r#"{"body": "  "}"#, &Trust::Members(vec!["body"])).untrusted);
         assert_eq!(
