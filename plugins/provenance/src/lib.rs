@@ -49,14 +49,9 @@ impl Hook for Provenance {
         // scratchpad it does not read again.
         static LEDGER: Mutex<Ledger<Scratchpad>> = Mutex::new(Ledger::new(Scratchpad));
         let mut ledger = LEDGER.lock().unwrap_or_else(PoisonError::into_inner);
-        // The user's words are kept whatever the roles: a model call is
-        // asked every turn, and needs no settings read.
-        if let StepEvent::CompletionCall(call) = &event {
-            hear(&mut ledger, call);
-            return Flow::Continue;
-        }
-        // Settings do not change within an instance (a run): read once,
-        // and kept for the instance's life (the roles are slices of them).
+        // Settings do not change within an instance (a run): read on its
+        // first event, beside the instance's own start, and kept for the
+        // instance's life (the roles are slices of them).
         static ROLES: std::sync::OnceLock<Result<Roles<'static>, String>> =
             std::sync::OnceLock::new();
         let roles = ROLES

@@ -27,8 +27,8 @@ const PER_TOOL: [&str; 4] = ["sink", "via", "text", "asks"];
 
 /// The roles: the settings as the operator wrote them, checked once, and
 /// looked up where an event needs them. Nothing is built from them: a run
-/// starts on its first tool event, and an agent's run asks about a few
-/// tools, not every one the settings name.
+/// starts with them, and an agent's run asks about a few tools, not every
+/// one the settings name.
 #[derive(Debug)]
 pub struct Roles<'a> {
     settings: &'a [(String, String)],
