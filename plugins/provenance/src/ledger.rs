@@ -4,11 +4,12 @@
 //! door that starts a process per event too (a coding agent's hooks), and
 //! never across runs.
 //!
-//! Layout: `said` (the user's words), `trusted.N` (the Nth trusted result,
-//! one value a line) with `trusted` their count, `names.N` (the names the
-//! Nth untrusted result brought, one a line) with `names` their count,
-//! `pointed` (the names of the untrusted results the run was pointed to,
-//! one a line) and `tainted`. Everything is kept in lower case.
+//! Layout: entries written once each, `said.N` (words of the user's),
+//! `trusted.N` (a trusted result, one value a line), `names.N` (the names
+//! an untrusted result brought, one a line) and `pointed.N` (those of an
+//! untrusted result the run was pointed to); and `n`, the four counts and
+//! whether the run is tainted (`"2 5 1 0 1"`), so that one read tells a
+//! ledger what is new. Everything is kept in lower case.
 
 use serde_json::Value;
 
@@ -26,21 +27,24 @@ pub trait Store {
 
 /// The run's record, and what this instance already read of it.
 ///
-/// Everything in the store only grows within a run (`said` is appended
-/// to, `trusted.N` and `names.N` are written once, `tainted` never goes),
-/// so what a ledger has read stays true while other processes of the same
-/// run (a door that starts one per event) add to it: it reads only what
-/// is new, by the counts.
+/// Everything in the store only grows within a run (entries are written
+/// once, a run once tainted stays so), so what a ledger has read stays
+/// true while other processes of the same run (a door that starts one per
+/// event) add to it: it reads `n`, then only the entries that are new.
 pub struct Ledger<S: Store> {
     store: S,
     /// Words this ledger heard, or found already heard: `said` holds them.
     heard: Vec<String>,
     /// Whether the run was seen tainted.
     tainted: bool,
-    /// The trusted results read so far (`trusted.N`).
+    /// The user's words (`said.N`).
+    said: Kept,
+    /// The trusted results (`trusted.N`).
     trusted: Kept,
-    /// The names untrusted results brought so far (`names.N`).
+    /// The names untrusted results brought (`names.N`).
     names: Kept,
+    /// The names of untrusted results the run was pointed to (`pointed.N`).
+    pointed: Kept,
 }
 
 /// The entries `KEY.0`, `KEY.1`, ... read so far, one text.
@@ -65,9 +69,9 @@ impl Kept {
         }
     }
 
-    /// Reads the entries written since this last read.
-    fn catch_up(&mut self, store: &impl Store) {
-        for n in self.count..count(store, self.key) {
+    /// Reads the entries written since this last read, up to `count`.
+    fn catch_up(&mut self, store: &impl Store, count: usize) {
+        for n in self.count..count {
             let entry = store.get(&format!("{}.{n}", self.key)).unwrap_or_default();
             self.add(&entry);
         }
@@ -87,20 +91,12 @@ impl Kept {
         &self.numbers
     }
 
-    /// Writes the next entry.
+    /// Writes the next entry (the ledger is in step with the store: it
+    /// has just read `n`).
     fn append(&mut self, store: &mut impl Store, entry: &str) {
-        let n = count(store, self.key);
-        store.set(&format!("{}.{n}", self.key), entry);
-        store.set(self.key, &(n + 1).to_string());
-        // In step with the store: keep it without reading it back.
-        if self.count == n {
-            self.add(entry);
-        }
+        store.set(&format!("{}.{}", self.key, self.count), entry);
+        self.add(entry);
     }
-}
-
-fn count(store: &impl Store, key: &str) -> usize {
-    store.get(key).and_then(|n| n.parse().ok()).unwrap_or(0)
 }
 
 /// What backs a value: the user's words and the trusted results.
@@ -149,9 +145,45 @@ impl<S: Store> Ledger<S> {
             store,
             heard: Vec::new(),
             tainted: false,
+            said: Kept::new("said"),
             trusted: Kept::new("trusted"),
             names: Kept::new("names"),
+            pointed: Kept::new("pointed"),
         }
+    }
+
+    /// Reads what other processes of the run added since this last read.
+    fn sync(&mut self) {
+        let Some(n) = self.store.get("n") else {
+            return;
+        };
+        let mut counts = n.split(' ').map(|n| n.parse::<usize>().unwrap_or(0));
+        let Ledger {
+            store,
+            said,
+            trusted,
+            names,
+            pointed,
+            tainted,
+            ..
+        } = self;
+        for kept in [said, trusted, names, pointed] {
+            kept.catch_up(store, counts.next().unwrap_or(0));
+        }
+        *tainted |= counts.next() == Some(1);
+    }
+
+    /// Writes `n` after this ledger added entries.
+    fn write_counts(&mut self) {
+        let n = format!(
+            "{} {} {} {} {}",
+            self.said.count,
+            self.trusted.count,
+            self.names.count,
+            self.pointed.count,
+            u8::from(self.tainted)
+        );
+        self.store.set("n", &n);
     }
 
     /// Hears the user (or the operator's system prompt): their words back
@@ -162,11 +194,10 @@ impl<S: Store> Ledger<S> {
             return;
         }
         let lower = words.trim().to_lowercase();
-        let mut said = self.store.get("said").unwrap_or_default();
-        if !lower.is_empty() && !said.contains(&lower) {
-            said.push('\n');
-            said.push_str(&lower);
-            self.store.set("said", &said);
+        self.sync();
+        if !lower.is_empty() && !self.said.text.contains(&lower) {
+            self.said.append(&mut self.store, &lower);
+            self.write_counts();
         }
         self.heard.push(words.to_owned());
     }
@@ -178,14 +209,15 @@ impl<S: Store> Ledger<S> {
     /// also give a party's address (`via`).
     pub fn read(&mut self, result: &str, trust: Trust<'_>, pointed: bool) {
         let sorted = Sorted::of(result, &trust);
+        if sorted.trusted.is_empty() && !sorted.untrusted {
+            return;
+        }
+        self.sync();
         if !sorted.trusted.is_empty() {
             self.trusted.append(&mut self.store, &sorted.trusted);
         }
         if sorted.untrusted {
-            if !self.tainted() {
-                self.store.set("tainted", "1");
-                self.tainted = true;
-            }
+            self.tainted = true;
             // Each result's names under a key of their own: nothing already
             // kept is read or written again.
             let mut seen = std::collections::HashSet::new();
@@ -197,33 +229,32 @@ impl<S: Store> Ledger<S> {
                 }
             }
             if pointed && !names.is_empty() {
-                let mut kept = self.store.get("pointed").unwrap_or_default();
-                kept.push_str(&names);
-                self.store.set("pointed", &kept);
+                self.pointed.append(&mut self.store, &names);
             }
             if !names.is_empty() {
                 self.names.append(&mut self.store, &names);
             }
         }
+        self.write_counts();
     }
 
     /// Whether the run has read text others wrote.
     pub fn tainted(&mut self) -> bool {
         if !self.tainted {
-            self.tainted = self.store.get("tainted").is_some();
+            self.sync();
         }
         self.tainted
     }
 
-    fn said(&self) -> String {
-        self.store.get("said").unwrap_or_default()
-    }
-
     /// Whether the user asked for one of `verbs` (a word of their request
     /// starts with it, in any case: `delete` is asked by "Deleted" too).
-    pub fn asked(&self, verbs: &[&str]) -> bool {
-        let said = self.said();
-        let words: Vec<&str> = said.split(|c: char| !c.is_alphanumeric()).collect();
+    pub fn asked(&mut self, verbs: &[&str]) -> bool {
+        self.sync();
+        let words: Vec<&str> = self
+            .said
+            .text
+            .split(|c: char| !c.is_alphanumeric())
+            .collect();
         verbs.iter().any(|verb| {
             let verb = verb.to_lowercase();
             words.iter().any(|word| word.starts_with(&verb))
@@ -233,32 +264,31 @@ impl<S: Store> Ledger<S> {
     /// The first value in `value` (every string and number in it) that
     /// neither the user nor a trusted result gave.
     pub fn unbacked(&mut self, value: &Value) -> Option<String> {
-        self.first_unbacked(value, "")
+        self.first_unbacked(value, false)
     }
 
     /// As [`Ledger::unbacked`], but a string may also be a name that
     /// untrusted text the run was pointed to gave, whole: the address of a
     /// party named elsewhere ("her e-mail is on her website").
     pub fn unbacked_via(&mut self, value: &Value) -> Option<String> {
-        let pointed = self.store.get("pointed").unwrap_or_default();
-        self.first_unbacked(value, &pointed)
+        self.first_unbacked(value, true)
     }
 
-    fn first_unbacked(&mut self, value: &Value, pointed: &str) -> Option<String> {
+    fn first_unbacked(&mut self, value: &Value, via: bool) -> Option<String> {
         let mut leaves = Vec::new();
         collect_leaves(value, &mut leaves);
         if leaves.is_empty() {
             return None;
         }
-        self.trusted.catch_up(&self.store);
-        let said = self.said();
+        self.sync();
         let numbers = leaves.iter().any(|leaf| leaf.is_number()).then(|| {
-            let mut numbers = find::numbers(&said);
+            let mut numbers = self.said.numbers().to_vec();
             numbers.extend_from_slice(self.trusted.numbers());
             numbers
         });
+        let pointed = if via { self.pointed.text.as_str() } else { "" };
         let backing = Backing {
-            said: &said,
+            said: &self.said.text,
             trusted: &self.trusted.text,
             numbers,
         };
@@ -289,7 +319,7 @@ impl<S: Store> Ledger<S> {
 
     /// Whether `text` repeats a name that only untrusted text gave.
     pub fn repeats_untrusted_name(&mut self, text: &str) -> bool {
-        self.names.catch_up(&self.store);
+        self.sync();
         let text = text.to_lowercase();
         let words = find::Words::of(&text);
         let mut candidates = self
@@ -305,10 +335,9 @@ impl<S: Store> Ledger<S> {
         if candidates.peek().is_none() {
             return false;
         }
-        self.trusted.catch_up(&self.store);
-        let said = self.said();
         candidates.any(|name| {
-            !find::contains_whole(&said, name) && !find::contains_whole(&self.trusted.text, name)
+            !find::contains_whole(&self.said.text, name)
+                && !find::contains_whole(&self.trusted.text, name)
         })
     }
 }
@@ -479,7 +508,7 @@ mod tests {
         assert!(this.repeats_untrusted_name("Visit Riverside View Hotel"));
         // Its own next result goes after the other's, not over it.
         this.read("12345678", Trust::Trusted, false);
-        assert_eq!(store.get("trusted").as_deref(), Some("2"));
+        assert_eq!(store.get("n").as_deref(), Some("2 2 1 0 1"));
         assert_eq!(other.unbacked(&json!(12345678)), None);
     }
 
@@ -488,6 +517,6 @@ mod tests {
         let mut run = ledger();
         run.hear("Pay the bill.");
         run.hear("Pay the bill.");
-        assert_eq!(run.said().matches("pay the bill.").count(), 1);
+        assert_eq!(run.said.text.matches("pay the bill.").count(), 1);
     }
 }
