@@ -11,7 +11,8 @@
 # already in target/python/wheels is used as it is); the guards
 # (target/agentdojo/plugins). Then runs the scripted worst-case model
 # undefended, and guarded by the provenance guard with roles/<suite>.toml.
-# Writes target/agentdojo/{undefended,guarded}.json.
+# Writes target/agentdojo/{undefended,guarded,floor}.json (floor: a guest
+# that does nothing, asked the same events).
 #
 # HOOKBOX_AGENTDOJO_CHECK=1 (CI) runs the guarded run only, and fails
 # unless it is what README.md reports (check.py).
@@ -48,4 +49,13 @@ else
     "$venv/bin/python" run.py "$@" --out "$out/undefended.json"
     echo "== guarded: provenance, with roles/<suite>.toml"
     "$venv/bin/python" run.py "$@" "${guarded[@]}" --out "$out/guarded.json"
+    # What any guest costs here: the tests' puppet, which answers continue
+    # to all of it, asked the same events (its "guards per event" is the
+    # floor the guard's own figure stands on).
+    floor="$out/guests/puppet.wasm"
+    if [[ ! -f "$floor" ]]; then
+        (cd "$root" && cargo run --quiet -p xtask -- guests "$out/guests" >/dev/null)
+    fi
+    echo "== a guest that does nothing (the tests' puppet), for the floor of the per-event time"
+    "$venv/bin/python" run.py "$@" --guard "$floor" --out "$out/floor.json"
 fi
