@@ -296,7 +296,10 @@ impl<S: Store> Ledger<S> {
             .into_iter()
             .find(|leaf| {
                 !backing.backs(leaf)
-                    && !matches!(leaf, Value::String(s) if pointed.lines().any(|name| name == s.trim().to_lowercase()))
+                    && !matches!(leaf, Value::String(s) if via && {
+                        let value = s.trim().to_lowercase();
+                        pointed.lines().any(|name| name == value)
+                    })
             })
             .map(|leaf| match leaf {
                 Value::String(s) => s.clone(),
